@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpu_node.container_toolkit
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    # Where the node's filesystem is seen from. Every module that touches node files takes it.
+    DOCUMENTATION = r"""
+options:
+  host_root:
+    description:
+      - Where the node's C(/) is seen by the code that touches files.
+      - Files are read and written at O(host_root) joined with their host path. Paths written
+        into files and returned in results are host paths and never contain O(host_root).
+      - Use V(/host) when running from a container that mounts the node's root there, or a
+        temporary directory for a simulated node.
+    type: path
+    default: /
+"""
+
+    # The driver and device locations, for modules that look at the NVIDIA driver.
+    DRIVER = r"""
+options:
+  driver_root:
+    description:
+      - Host path holding the driver's user-space files (libraries, binaries, firmware).
+      - It is not necessarily a full, chroot-able filesystem. On GKE's Container-Optimized OS
+        it is V(/home/kubernetes/bin/nvidia), which has no C(dev/), C(sbin/) or C(etc/ld.so.cache).
+      - V(auto) tries V(/run/nvidia/driver), V(/home/kubernetes/bin/nvidia), V(/var/lib/nvidia)
+        and V(/), in that order, and takes the first that holds a C(libcuda.so.*) in one of
+        the O(library_search_paths).
+    type: str
+    default: auto
+  dev_root:
+    description:
+      - Host path under which C(dev/nvidia*) live. It is independent of O(driver_root).
+      - V(auto) uses O(driver_root) when C(<driver_root>/dev/nvidiactl) exists, else V(/).
+        On Container-Optimized OS the device nodes are in the host's C(/dev), so V(auto)
+        resolves to V(/).
+    type: str
+    default: auto
+  library_search_paths:
+    description:
+      - Directories, relative to O(driver_root), searched for driver libraries
+        (C(lib*.so.<version>)).
+      - After them, C(<driver_root>/etc/ld.so.cache) is read when it exists.
+    type: list
+    elements: str
+    default:
+      - lib64
+      - usr/lib64
+      - usr/lib/x86_64-linux-gnu
+      - lib/x86_64-linux-gnu
+      - usr/lib/aarch64-linux-gnu
+      - lib/aarch64-linux-gnu
+      - usr/lib
+      - lib
+"""

@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpu_node.container_toolkit
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The node model shared by every module: host_root, driver_root, dev_root, container paths.
+
+Pure functions only. A *host path* is a path as the node itself sees it (``/dev/nvidiactl``);
+a *node path* is where the code touching files finds it (``host_root`` + host path).
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+DRIVER_ROOT_CANDIDATES = (
+    "/run/nvidia/driver",
+    "/home/kubernetes/bin/nvidia",
+    "/var/lib/nvidia",
+    "/",
+)
+
+DEFAULT_LIBRARY_SEARCH_PATHS = (
+    "lib64",
+    "usr/lib64",
+    "usr/lib/x86_64-linux-gnu",
+    "lib/x86_64-linux-gnu",
+    "usr/lib/aarch64-linux-gnu",
+    "lib/aarch64-linux-gnu",
+    "usr/lib",
+    "lib",
+)
+
+# What marks a directory as a driver root: the CUDA driver library.
+DRIVER_MARKER_PREFIX = "libcuda.so."
+
+
+def normalize_host_path(path):
+    """Return ``path`` as an absolute, normalised host path."""
+    if not path:
+        return "/"
+    normalised = posixpath.normpath("/" + path.lstrip("/"))
+    # normpath keeps a leading '//' (POSIX allows it to be special); we never want it.
+    return "/" + normalised.lstrip("/")
+
+
+def node_path(host_root, host_path):
+    """Where the host path ``host_path`` is found by code that sees the node at ``host_root``."""
+    relative = normalize_host_path(host_path).lstrip("/")
+    root = host_root or "/"
+    return posixpath.join(root, relative) if relative else root
+
+
+def host_path_of(host_root, path_on_node):
+    """Inverse of :func:`node_path`: strip ``host_root`` from a path found under it."""
+    root = posixpath.normpath(host_root or "/")
+    path = posixpath.normpath(path_on_node)
+    if root == "/":
+        return normalize_host_path(path)
+    if path == root:
+        return "/"
+    if not path.startswith(root + "/"):
+        raise ValueError("%s is not under host_root %s" % (path_on_node, host_root))
+    return normalize_host_path(path[len(root):])
+
+
+def join_host(base, *parts):
+    """Join host path ``base`` with relative parts, keeping the result a host path."""
+    return normalize_host_path(posixpath.join(normalize_host_path(base), *[p.lstrip("/") for p in parts]))
+
+
+def is_under(path, root):
+    """True when host path ``path`` is ``root`` or below it."""
+    path = normalize_host_path(path)
+    root = normalize_host_path(root)
+    return root == "/" or path == root or path.startswith(root + "/")
+
+
+def container_path(host_path, driver_root, container_driver_root=None):
+    """Where a driver file at ``host_path`` appears inside containers.
+
+    Paths under ``driver_root`` lose that prefix (``/home/kubernetes/bin/nvidia/lib64/x`` ->
+    ``/lib64/x``) or, with ``container_driver_root``, are re-rooted under it
+    (``/usr/local/nvidia/lib64/x``). Other paths are unchanged.
+    """
+    host_path = normalize_host_path(host_path)
+    driver_root = normalize_host_path(driver_root)
+    if not is_under(host_path, driver_root):
+        return host_path
+    relative = host_path[len(driver_root):].lstrip("/") if driver_root != "/" else host_path.lstrip("/")
+    return join_host(container_driver_root or "/", relative)
+
+
+def choose_driver_root(candidates, has_driver):
+    """First candidate for which ``has_driver(candidate)`` is true, else None."""
+    for candidate in candidates:
+        if has_driver(candidate):
+            return candidate
+    return None
+
+
+def choose_dev_root(driver_root, driver_root_has_nvidiactl):
+    """``driver_root`` when it holds ``dev/nvidiactl`` (a driver container), else ``/``."""
+    if driver_root_has_nvidiactl and normalize_host_path(driver_root) != "/":
+        return normalize_host_path(driver_root), "driver_root holds dev/nvidiactl"
+    return "/", "host /dev (driver_root has no dev/nvidiactl)"
+
+
+def node_argument_spec(driver=False):
+    """Argument spec for the node model options, as documented in the ``node`` doc fragment."""
+    spec = {"host_root": {"type": "path", "default": "/"}}
+    if driver:
+        spec.update(
+            driver_root={"type": "str", "default": "auto"},
+            dev_root={"type": "str", "default": "auto"},
+            library_search_paths={
+                "type": "list",
+                "elements": "str",
+                "default": list(DEFAULT_LIBRARY_SEARCH_PATHS),
+            },
+        )
+    return spec

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# pytest over tests/unit and tests/integration with coverage of plugins/.
+# Exit code 5 (nothing collected) is a failure: a missing suite must never pass.
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+# shellcheck source=scripts/env.sh
+. scripts/env.sh
+python -m pytest tests/unit tests/integration \
+  --cov=ansible_collections.gpu_node.container_toolkit.plugins \
+  --cov-report=term --cov-report="xml:$repo/.cache/coverage.xml" \
+  -p no:cacheprovider "$@"
+rc=$?
+if [ $rc -eq 5 ]; then
+  echo "pytest collected no tests: failing" >&2
+fi
+exit $rc

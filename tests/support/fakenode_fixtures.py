@@ -1,0 +1,1 @@
+"""pytest fixtures that build fake GPU nodes (see fakenode.py)."""
