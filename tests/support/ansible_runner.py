@@ -1,0 +1,71 @@
+"""Run the real ``ansible`` / ``ansible-playbook`` commands against localhost, as users do."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def ansible_env(**extra):
+    env = dict(os.environ)
+    bindir = str(Path(sys.executable).parent)
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    env.setdefault("ANSIBLE_COLLECTIONS_PATH", str(REPO / ".cache" / "collections"))
+    env.update(
+        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_HOST_KEY_CHECKING="False",
+        ANSIBLE_LOCALHOST_WARNING="False",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
+        ANSIBLE_RETRY_FILES_ENABLED="False",
+    )
+    env.update(extra)
+    return env
+
+
+def run_module(module, args, check=False, diff=False):
+    """``ansible localhost -m <module> -a <json args>``; returns the module's result dict.
+
+    The result also carries ``_rc`` (the command's exit code) and ``_stderr``.
+    """
+    cmd = [
+        "ansible", "localhost", "-c", "local", "-i", "localhost,",
+        "-m", module if "." in module else "gpu_node.container_toolkit." + module,
+        "-a", json.dumps(args),
+    ]
+    if check:
+        cmd.append("--check")
+    if diff:
+        cmd.append("--diff")
+    env = ansible_env(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(REPO), check=False)
+    try:
+        doc = json.loads(proc.stdout)
+    except ValueError as exc:
+        raise AssertionError("ansible printed no JSON (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)) from exc
+    result = doc["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    result["_rc"] = proc.returncode
+    result["_stderr"] = proc.stderr
+    return result
+
+
+def run_playbook(playbook, extra_vars=None, check=False, diff=False, inventory="localhost,", extra_args=(), env=None):
+    """``ansible-playbook``; returns the CompletedProcess (JSON stats via the json callback)."""
+    cmd = ["ansible-playbook", "-i", inventory, str(playbook)]
+    if inventory == "localhost,":
+        cmd += ["-c", "local"]
+    if extra_vars:
+        cmd += ["-e", json.dumps(extra_vars)]
+    if check:
+        cmd.append("--check")
+    if diff:
+        cmd.append("--diff")
+    cmd += list(extra_args)
+    full_env = ansible_env(ANSIBLE_STDOUT_CALLBACK="json")
+    full_env.update(env or {})
+    return subprocess.run(cmd, capture_output=True, text=True, env=full_env, cwd=str(REPO), check=False)
