@@ -33,7 +33,7 @@ CONFIG_FILE_GLOBS = tuple(
     (posixpath.join(prefix, sub), "*nvidia*.json")
     for prefix in ("etc", "usr/share", "")
     for sub in ("vulkan/icd.d", "vulkan/implicit_layer.d", "glvnd/egl_vendor.d", "egl/egl_external_platform.d")
-) + (("usr/share/nvidia", "nvidia-application-profiles-*"),)
+) + tuple((d, "nvidia-application-profiles-*") for d in ("usr/share/nvidia", "share/nvidia"))
 IPC_SOCKETS = (
     "/run/nvidia-persistenced/socket",
     "/var/run/nvidia-persistenced/socket",
