@@ -20,8 +20,10 @@ class ElfError(ValueError):
 
 
 def _layout(data):
-    if len(data) < 52 or data[:4] != ELF_MAGIC:
+    if data[:4] != ELF_MAGIC:
         raise ElfError("not an ELF file")
+    if len(data) < 52:
+        raise ElfError("truncated ELF file")
     elf_class, elf_data = data[4], data[5]
     if elf_class not in (1, 2) or elf_data not in (1, 2):
         raise ElfError("unknown ELF class or data encoding")

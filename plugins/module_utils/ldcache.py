@@ -42,7 +42,7 @@ def parse(data):
     if len(data) < base + NEW_HEADER_SIZE:
         raise LdCacheError("truncated ld.so.cache header")
     for order in "<>":
-        nlibs, len_strings = struct.unpack_from(order + "II", data, base + 20)
+        nlibs, _len_strings = struct.unpack_from(order + "II", data, base + 20)
         if base + NEW_HEADER_SIZE + nlibs * NEW_ENTRY_SIZE <= len(data):
             break
     else:

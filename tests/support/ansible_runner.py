@@ -42,20 +42,25 @@ def run_module(module, args, check=False, diff=False):
         cmd.append("--check")
     if diff:
         cmd.append("--diff")
-    env = ansible_env(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
+    env = ansible_env(ANSIBLE_STDOUT_CALLBACK="minimal")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(REPO), check=False)
+    # minimal callback: "localhost | SUCCESS => {json}"; --diff output comes before it.
+    marker = proc.stdout.find("localhost | ")
+    start = proc.stdout.find("{", marker) if marker >= 0 else -1
     try:
-        doc = json.loads(proc.stdout)
-    except ValueError as exc:
-        raise AssertionError("ansible printed no JSON (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr)) from exc
-    result = doc["plays"][0]["tasks"][0]["hosts"]["localhost"]
+        result = json.loads(proc.stdout[start:]) if start >= 0 else None
+    except ValueError:
+        result = None
+    if result is None:
+        raise AssertionError("ansible printed no result (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr))
+    result["_diff_text"] = proc.stdout[:marker]
     result["_rc"] = proc.returncode
     result["_stderr"] = proc.stderr
     return result
 
 
 def run_playbook(playbook, extra_vars=None, check=False, diff=False, inventory="localhost,", extra_args=(), env=None):
-    """``ansible-playbook``; returns the CompletedProcess (JSON stats via the json callback)."""
+    """``ansible-playbook``; returns the CompletedProcess. See :func:`recap` for the totals."""
     cmd = ["ansible-playbook", "-i", inventory, str(playbook)]
     if inventory == "localhost,":
         cmd += ["-c", "local"]
@@ -66,6 +71,20 @@ def run_playbook(playbook, extra_vars=None, check=False, diff=False, inventory="
     if diff:
         cmd.append("--diff")
     cmd += list(extra_args)
-    full_env = ansible_env(ANSIBLE_STDOUT_CALLBACK="json")
+    full_env = ansible_env()
     full_env.update(env or {})
     return subprocess.run(cmd, capture_output=True, text=True, env=full_env, cwd=str(REPO), check=False)
+
+
+def recap(stdout):
+    """``{host: {"ok": n, "changed": n, "failed": n, ...}}`` from the PLAY RECAP lines."""
+    totals = {}
+    lines = stdout.splitlines()
+    if "PLAY RECAP" not in stdout:
+        raise AssertionError("no PLAY RECAP in output:\n" + stdout)
+    for line in lines[[i for i, text in enumerate(lines) if text.startswith("PLAY RECAP")][-1] + 1:]:
+        host, sep, counts = line.partition(" : ")
+        if not sep:
+            continue
+        totals[host.strip()] = {k: int(v) for k, v in (item.split("=") for item in counts.split())}
+    return totals

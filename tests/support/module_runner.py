@@ -11,6 +11,7 @@ import json
 
 import pytest
 from ansible.module_utils import basic
+from ansible.module_utils.common import warnings as ansible_warnings
 from ansible.module_utils.common.text.converters import to_bytes
 
 
@@ -53,6 +54,7 @@ def run_module(main, args, check_mode=False, diff=False, monkeypatch=None):
         kwargs["msg"] = msg
         raise ModuleExit(kwargs, True)
 
+    ansible_warnings._global_warnings.clear()
     mp = monkeypatch or pytest.MonkeyPatch()
     mp.setattr(basic.AnsibleModule, "exit_json", exit_json)
     mp.setattr(basic.AnsibleModule, "fail_json", fail_json)
@@ -62,4 +64,9 @@ def run_module(main, args, check_mode=False, diff=False, monkeypatch=None):
     finally:
         if monkeypatch is None:
             mp.undo()
-    return caught.value.result, caught.value.failed
+    result = caught.value.result
+    messages = list(ansible_warnings.get_warning_messages())
+    ansible_warnings._global_warnings.clear()
+    if messages:
+        result["warnings"] = messages
+    return result, caught.value.failed

@@ -1,0 +1,182 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpu_node.container_toolkit
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nvidia_driver_info
+short_description: Discover the NVIDIA driver, GPUs and device nodes on a node
+version_added: 0.1.0
+description:
+  - Finds the driver's root, version, libraries (with their ELF SONAME), binaries, firmware,
+    configuration files and IPC sockets, the GPUs the kernel module knows about, and the
+    NVIDIA device nodes.
+  - Reads files only, with Python's standard library; no NVML, no C(nvidia-smi), no package
+    manager. It works on Container-Optimized OS, whose driver lives under
+    V(/home/kubernetes/bin/nvidia) while its device nodes are in the host's C(/dev).
+  - GPUs come from C(/proc/driver/nvidia/gpus/*/information).
+  - Every path returned is a host path; O(host_root) never appears in the result.
+author:
+  - gpu_node.container_toolkit contributors
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - gpu_node.container_toolkit.node
+  - gpu_node.container_toolkit.node.DRIVER
+attributes:
+  check_mode:
+    support: full
+    details: The module only reads files.
+  diff_mode:
+    support: N/A
+    details: The module changes nothing.
+  safe_file_operations:
+    support: N/A
+    details: The module writes no files.
+  idempotent:
+    support: full
+notes:
+  - A library that is not a readable ELF file, a damaged C(ld.so.cache) or a garbled GPU
+    C(information) file is skipped with a warning.
+seealso:
+  - module: gpu_node.container_toolkit.cdi_spec
+"""
+
+EXAMPLES = r"""
+---
+- name: Discover the driver on the node
+  gpu_node.container_toolkit.nvidia_driver_info:
+  register: nvidia
+
+- name: Show the driver version and GPU UUIDs
+  ansible.builtin.debug:
+    msg: "{{ nvidia.driver_version }}: {{ nvidia.gpus | map(attribute='uuid') | list }}"
+
+- name: Look at a node whose root is mounted at /host (from a privileged container)
+  gpu_node.container_toolkit.nvidia_driver_info:
+    host_root: /host
+
+- name: GKE on Container-Optimized OS, explicitly
+  gpu_node.container_toolkit.nvidia_driver_info:
+    driver_root: /home/kubernetes/bin/nvidia
+    dev_root: /
+"""
+
+RETURN = r"""
+driver_root:
+  description: Host path of the driver's user-space files.
+  returned: success
+  type: str
+  sample: /home/kubernetes/bin/nvidia
+driver_root_source:
+  description: How RV(driver_root) was chosen.
+  returned: success
+  type: str
+  sample: "auto: first of /run/nvidia/driver, /home/kubernetes/bin/nvidia, /var/lib/nvidia, / holding libcuda.so.*"
+dev_root:
+  description: Host path under which C(dev/nvidia*) live.
+  returned: success
+  type: str
+  sample: /
+dev_root_source:
+  description: How RV(dev_root) was chosen.
+  returned: success
+  type: str
+  sample: host /dev (driver_root has no dev/nvidiactl)
+driver_version:
+  description: The driver version.
+  returned: success
+  type: str
+  sample: 535.104.12
+driver_version_source:
+  description: Where RV(driver_version) was read, C(/proc/driver/nvidia/version) or a library's file name.
+  returned: success
+  type: str
+  sample: /proc/driver/nvidia/version
+library_search_paths:
+  description: The directories, relative to RV(driver_root), that were searched.
+  returned: success
+  type: list
+  elements: str
+  sample: [lib64, usr/lib64, usr/lib/x86_64-linux-gnu]
+libraries:
+  description:
+    - Driver libraries (C(lib*.so.<driver_version>)) found in the search paths and in
+      C(<driver_root>/etc/ld.so.cache), as host paths of the real files, with their ELF SONAME.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{path: /home/kubernetes/bin/nvidia/lib64/libcuda.so.535.104.12, soname: libcuda.so.1}]
+binaries:
+  description: Host paths of the driver's utilities that exist.
+  returned: success
+  type: list
+  elements: str
+  sample: [/home/kubernetes/bin/nvidia/bin/nvidia-smi]
+firmware:
+  description: Host paths of the GSP firmware files for this driver version.
+  returned: success
+  type: list
+  elements: str
+  sample: [/home/kubernetes/bin/nvidia/firmware/nvidia/535.104.12/gsp_ga10x.bin]
+config_files:
+  description: Host paths of the driver's Vulkan, EGL and GLX configuration files.
+  returned: success
+  type: list
+  elements: str
+  sample: [/home/kubernetes/bin/nvidia/vulkan/icd.d/nvidia_icd.json]
+ipc_sockets:
+  description: Host paths of the persistenced and fabric manager sockets and the MPS directory that exist.
+  returned: success
+  type: list
+  elements: str
+  sample: [/run/nvidia-persistenced/socket]
+gpus:
+  description: The GPUs, ordered by PCI bus id, from C(/proc/driver/nvidia/gpus/*/information).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{index: 0, uuid: GPU-5a9e4a0c-4e4f-0d34-2b4c-3a9d6c1d2e3f, pci_bus_id: "0000:00:04.0", minor: 0, model: Tesla T4}]
+device_nodes:
+  description:
+    - NVIDIA character devices under RV(dev_root) (C(dev/nvidia*), C(dev/nvidia-caps/*),
+      C(dev/nvidia-caps-imex-channels/*)). RV(device_nodes[].path) is the path inside
+      containers, RV(device_nodes[].host_path) the host path.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{path: /dev/nvidiactl, host_path: /dev/nvidiactl, major: 195, minor: 255, mode: "0666"}]
+mig_minors:
+  description: MIG capability minors from C(/proc/driver/nvidia-caps/mig-minors), empty without MIG.
+  returned: success
+  type: dict
+  sample: {"gpu0/gi1/access": 12}
+kernel_module_loaded:
+  description: Whether the C(nvidia) kernel module is loaded (C(/proc/modules)).
+  returned: success
+  type: bool
+  sample: true
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import discovery, node_model
+
+
+def main():
+    module = AnsibleModule(argument_spec=node_model.node_argument_spec(driver=True), supports_check_mode=True)
+    params = module.params
+    try:
+        facts = discovery.discover_node(
+            params["host_root"], params["driver_root"], params["dev_root"], params["library_search_paths"]
+        )
+    except discovery.DiscoveryError as exc:
+        module.fail_json(msg=str(exc))
+    for warning in facts.pop("warnings"):
+        module.warn(warning)
+    module.exit_json(changed=False, **facts)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import discovery
+
+
+def _assert_no_host_root(facts, node):
+    assert str(node.root) not in json.dumps(facts)
+
+
+def test_cos_node(cos_node):
+    facts = discovery.discover_node(str(cos_node.root))
+    assert facts["driver_root"] == "/home/kubernetes/bin/nvidia"
+    assert facts["dev_root"] == "/"
+    assert facts["driver_version"] == "535.104.12"
+    assert facts["driver_version_source"] == "/proc/driver/nvidia/version"
+    assert facts["libraries"] == sorted(cos_node.libraries, key=lambda lib: lib["path"])
+    assert all(lib["path"].startswith("/home/kubernetes/bin/nvidia/lib64/") for lib in facts["libraries"])
+    assert facts["binaries"] == cos_node.binaries
+    assert facts["firmware"] == cos_node.firmware
+    assert "/home/kubernetes/bin/nvidia/vulkan/icd.d/nvidia_icd.json" in facts["config_files"]
+    assert [(g["index"], g["uuid"], g["minor"]) for g in facts["gpus"]] == [
+        (g["index"], g["uuid"], g["minor"]) for g in cos_node.gpus]
+    got_nodes = {(d["path"], d["major"], d["minor"]) for d in facts["device_nodes"]}
+    assert got_nodes == {(d["path"], d["major"], d["minor"]) for d in cos_node.device_nodes}
+    assert all(d["host_path"] == d["path"] and d["mode"] == "0666" for d in facts["device_nodes"])
+    assert facts["kernel_module_loaded"] is True
+    assert facts["warnings"] == []
+    _assert_no_host_root(facts, cos_node)
+
+
+def test_ubuntu_node_finds_libraries_through_ld_cache_alone(ubuntu_node):
+    facts = discovery.discover_node(str(ubuntu_node.root), library_search_paths=[])
+    assert facts["driver_root"] == "/"
+    assert {lib["path"] for lib in facts["libraries"]} == {lib["path"] for lib in ubuntu_node.libraries}
+    # libz.so.1.2.13 sits beside the driver and is in the cache, but it is not the driver's.
+    assert not any("libz" in lib["path"] for lib in facts["libraries"])
+    assert facts["ipc_sockets"] == ["/run/nvidia-persistenced/socket"]
+    assert "/usr/share/glvnd/egl_vendor.d/10_nvidia.json" in facts["config_files"]
+    _assert_no_host_root(facts, ubuntu_node)
+
+
+def test_ubuntu_node_with_search_paths_reports_each_library_once(ubuntu_node):
+    facts = discovery.discover_node(str(ubuntu_node.root))
+    paths = [lib["path"] for lib in facts["libraries"]]
+    assert len(paths) == len(set(paths)) == len(ubuntu_node.libraries)
+
+
+def test_driver_container_node_uses_its_own_dev(driver_container_node):
+    facts = discovery.discover_node(str(driver_container_node.root))
+    assert facts["driver_root"] == "/run/nvidia/driver"
+    assert facts["dev_root"] == "/run/nvidia/driver"
+    ctl = next(d for d in facts["device_nodes"] if d["path"] == "/dev/nvidiactl")
+    assert ctl["host_path"] == "/run/nvidia/driver/dev/nvidiactl"
+    assert "/run/nvidia/driver/run/nvidia-persistenced/socket" in facts["ipc_sockets"]
+    _assert_no_host_root(facts, driver_container_node)
+
+
+def test_explicit_roots(cos_node):
+    facts = discovery.discover_node(str(cos_node.root), driver_root="/home/kubernetes/bin/nvidia/", dev_root="/")
+    assert facts["driver_root"] == "/home/kubernetes/bin/nvidia"
+    assert facts["driver_root_source"] == "set by the driver_root option"
+    assert facts["dev_root_source"] == "set by the dev_root option"
+
+
+def test_explicit_dev_root_without_dev_warns(cos_node):
+    facts = discovery.discover_node(str(cos_node.root), dev_root="/home/kubernetes/bin/nvidia")
+    assert facts["device_nodes"] == []
+    assert "dev_root /home/kubernetes/bin/nvidia has no dev/ directory" in facts["warnings"][0]
+
+
+def test_missing_host_root(tmp_path):
+    with pytest.raises(discovery.DiscoveryError, match=r"host_root .*nowhere does not exist"):
+        discovery.discover_node(str(tmp_path / "nowhere"))
+
+
+def test_missing_driver_root(cos_node):
+    with pytest.raises(discovery.DiscoveryError, match="driver_root /opt/nvidia does not exist under host_root"):
+        discovery.discover_node(str(cos_node.root), driver_root="/opt/nvidia")
+
+
+def test_no_driver_lists_every_path_searched(fake_node_factory):
+    node = fake_node_factory("cos", missing=("libcuda",))
+    with pytest.raises(discovery.DiscoveryError) as caught:
+        discovery.discover_node(str(node.root))
+    message = str(caught.value)
+    for expected in ("/run/nvidia/driver/lib64/libcuda.so.*", "/home/kubernetes/bin/nvidia/lib64/libcuda.so.*",
+                     "/var/lib/nvidia/usr/lib/x86_64-linux-gnu/libcuda.so.*", "/etc/ld.so.cache", "Set driver_root"):
+        assert expected in message
+    assert str(node.root) in message  # names the host_root it looked in
+
+
+def test_version_from_library_suffix_without_proc(fake_node_factory):
+    node = fake_node_factory("cos", missing=("proc_version",), driver_version="550.54.15")
+    facts = discovery.discover_node(str(node.root))
+    assert facts["driver_version"] == "550.54.15"
+    assert facts["driver_version_source"] == "libcuda.so suffix of /home/kubernetes/bin/nvidia/lib64/libcuda.so.550.54.15"
+
+
+def test_version_from_ld_cache_without_proc(fake_node_factory):
+    node = fake_node_factory("ubuntu", missing=("proc_version",))
+    facts = discovery.discover_node(str(node.root), library_search_paths=[])
+    assert facts["driver_version"] == "535.104.12"
+    assert "ld.so.cache" in facts["driver_version_source"]
+
+
+def test_no_version_anywhere(fake_node_factory):
+    node = fake_node_factory("cos", missing=("proc_version",))
+    with pytest.raises(discovery.DiscoveryError, match="cannot tell the driver version"):
+        discovery.discover_node(str(node.root), driver_root="/home/kubernetes/bin/nvidia", library_search_paths=["bin"])
+
+
+def test_garbled_proc_version_falls_back_with_warning(cos_node):
+    (cos_node.node_path("/proc/driver/nvidia/version")).write_text("NVRM version: garbage\n")
+    facts = discovery.discover_node(str(cos_node.root))
+    assert facts["driver_version"] == "535.104.12"
+    assert "ignoring /proc/driver/nvidia/version" in facts["warnings"][0]
+
+
+def test_broken_library_and_gpu_information_are_skipped_with_warnings(fake_node_factory):
+    node = fake_node_factory("cos", broken=("library", "gpu_information"))
+    facts = discovery.discover_node(str(node.root))
+    assert len(facts["libraries"]) == len(node.libraries)
+    assert len(facts["gpus"]) == 1 and facts["gpus"][0]["index"] == 0
+    warnings = "\n".join(facts["warnings"])
+    assert "skipping library /home/kubernetes/bin/nvidia/lib64/libnvidia-broken.so.535.104.12: truncated" in warnings
+    assert "skipping GPU %s: missing or malformed 'GPU UUID'" % "0000:10:00.0" in warnings
+
+
+def test_empty_library_file_is_skipped(cos_node):
+    cos_node.node_path("/home/kubernetes/bin/nvidia/lib64/libnvidia-empty.so.535.104.12").write_bytes(b"")
+    facts = discovery.discover_node(str(cos_node.root))
+    assert any("libnvidia-empty" in w for w in facts["warnings"])
+    assert not any("libnvidia-empty" in lib["path"] for lib in facts["libraries"])
+
+
+def test_truncated_ld_cache_warns(fake_node_factory):
+    node = fake_node_factory("ubuntu", broken=("ld_cache",))
+    facts = discovery.discover_node(str(node.root))
+    assert any("ignoring /etc/ld.so.cache: truncated" in w for w in facts["warnings"])
+    assert len(facts["libraries"]) == len(node.libraries)  # still found through the search paths
+
+
+def test_kernel_module_not_loaded(fake_node_factory):
+    node = fake_node_factory("cos", missing=("kernel_module",))
+    facts = discovery.discover_node(str(node.root))
+    assert facts["kernel_module_loaded"] is False
+    assert facts["gpus"] == [] and facts["device_nodes"] == []
+    assert facts["driver_version"] == "535.104.12"
+
+
+def test_kernel_module_from_proc_version_without_proc_modules(cos_node):
+    os.unlink(cos_node.node_path("/proc/modules"))
+    assert discovery.discover_node(str(cos_node.root))["kernel_module_loaded"] is True
+
+
+def test_mig_capabilities(fake_node_factory):
+    node = fake_node_factory("ubuntu", mig=True, gpus=1)
+    facts = discovery.discover_node(str(node.root))
+    assert facts["mig_minors"]["config"] == 1
+    assert facts["mig_minors"]["gpu0/gi1/ci0/access"] == 6
+    caps = [d for d in facts["device_nodes"] if d["path"].startswith("/dev/nvidia-caps/")]
+    assert len(caps) == 6
+
+
+def test_no_firmware_no_binaries(fake_node_factory):
+    node = fake_node_factory("cos", missing=("firmware", "binaries"))
+    facts = discovery.discover_node(str(node.root))
+    assert facts["firmware"] == [] and facts["binaries"] == []
+
+
+def test_non_device_files_under_dev_are_ignored(cos_node):
+    cos_node.node_path("/dev/nvidia-notadevice").write_text("x")
+    facts = discovery.discover_node(str(cos_node.root))
+    assert "/dev/nvidia-notadevice" not in [d["path"] for d in facts["device_nodes"]]
+
+
+@pytest.mark.parametrize("link, target, expected", [
+    ("/lib", "usr/lib", "/usr/lib/x"),
+    ("/lib", "/usr/lib", "/usr/lib/x"),
+    ("/lib", "../../usr/lib", "/usr/lib/x"),
+])
+def test_resolve_in_root_keeps_links_inside_root(tmp_path, link, target, expected):
+    (tmp_path / "usr" / "lib").mkdir(parents=True)
+    os.symlink(target, tmp_path / link.lstrip("/"))
+    assert discovery.resolve_in_root(str(tmp_path), link + "/x") == expected
+
+
+def test_resolve_in_root_symlink_loop(tmp_path):
+    os.symlink("b", tmp_path / "a")
+    os.symlink("a", tmp_path / "b")
+    with pytest.raises(discovery.DiscoveryError, match="too many levels"):
+        discovery.resolve_in_root(str(tmp_path), "/a/x")
