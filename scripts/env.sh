@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the other scripts: the project's venv and collection path.
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export PATH="$repo/.venv/bin:$PATH"

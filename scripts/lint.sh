@@ -2,7 +2,7 @@
 # ruff, yamllint, shellcheck and ansible-lint (production profile).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-cd "$repo"
+cd "$repo" || exit 1
 # shellcheck source=scripts/env.sh
 . scripts/env.sh
 rc=0

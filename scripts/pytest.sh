@@ -3,7 +3,7 @@
 # Exit code 5 (nothing collected) is a failure: a missing suite must never pass.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-cd "$repo"
+cd "$repo" || exit 1
 # shellcheck source=scripts/env.sh
 . scripts/env.sh
 python -m pytest tests/unit tests/integration \

@@ -11,7 +11,6 @@ it returns is a host path: ``host_root`` never appears in the result.
 from __future__ import annotations
 
 import glob
-import mmap
 import os
 import posixpath
 import re
@@ -45,6 +44,8 @@ DEVICE_GLOBS = ("dev/nvidia*", "dev/nvidia-caps/*", "dev/nvidia-caps-imex-channe
 # NVIDIA libraries that carry their own version rather than the driver's.
 EXTRA_LIBRARY_RE = re.compile(r"^libnvidia-egl-(wayland|gbm|xcb|xlib)\.so\.\d+(\.\d+)*$")
 MAX_SYMLINKS = 40
+# One read that holds the ELF and program headers (and, in small libraries, everything else).
+ELF_HEAD_SIZE = 4096
 
 
 class DiscoveryError(Exception):
@@ -107,11 +108,14 @@ class _Discovery:
         return [node_model.join_host(driver_root, rel) for rel in self.search_paths]
 
     def libcuda_candidates(self, driver_root):
-        found = []
         for directory in self.library_dirs(driver_root):
-            found.extend(sorted(glob.glob(os.path.join(glob.escape(self.on_node(directory)), "libcuda.so.*"))))
-        if found:
-            return found
+            try:
+                names = os.listdir(self.on_node(directory))
+            except OSError:
+                continue
+            found = sorted(name for name in names if name.startswith(node_model.DRIVER_MARKER_PREFIX))
+            if found:
+                return [posixpath.join(directory, name) for name in found]
         return [path for name, path in self.ld_cache_entries(driver_root, quiet=True) if name.startswith("libcuda.so.")]
 
     def resolve_driver_root(self, requested):
@@ -188,11 +192,20 @@ class _Discovery:
 
     def read_soname(self, host_path):
         try:
-            with open(self.on_node(host_path), "rb") as handle:
-                with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                    return elf.soname(data)
-        except (OSError, ValueError) as exc:  # ValueError: empty file (mmap) or ElfError
-            self.warnings.append("skipping library %s: %s" % (host_path, exc or "empty file"))
+            fd = os.open(self.on_node(host_path), os.O_RDONLY)
+            try:
+                head = os.pread(fd, ELF_HEAD_SIZE, 0)
+
+                def read(offset, size):
+                    if offset + size <= len(head):
+                        return head[offset:offset + size]
+                    return os.pread(fd, size, offset)
+
+                return elf.soname_from_reader(read)
+            finally:
+                os.close(fd)
+        except (OSError, elf.ElfError) as exc:
+            self.warnings.append("skipping library %s: %s" % (host_path, exc))
             return False
 
     def libraries(self, driver_root, version):
@@ -200,12 +213,11 @@ class _Discovery:
         seen = set()
         found = []
 
-        def consider(host_path):
-            real = resolve_in_root(self.host_root, host_path)
-            name = posixpath.basename(real)
-            if real in seen or not (wanted.match(name) or EXTRA_LIBRARY_RE.match(name)):
-                return
-            if not os.path.isfile(self.on_node(real)):
+        def is_driver_library(name):
+            return wanted.match(name) or EXTRA_LIBRARY_RE.match(name)
+
+        def add(real):
+            if real in seen:
                 return
             seen.add(real)
             soname = self.read_soname(real)
@@ -213,16 +225,25 @@ class _Discovery:
                 found.append({"path": real, "soname": soname})
 
         for directory in self.library_dirs(driver_root):
+            real_dir = resolve_in_root(self.host_root, directory)
             try:
-                names = sorted(os.listdir(self.on_node(directory)))
+                entries = sorted(os.scandir(self.on_node(real_dir)), key=lambda e: e.name)
             except OSError:
                 continue
-            for name in names:
-                if name.startswith("lib") and ".so." in name:
-                    consider(posixpath.join(directory, name))
+            for entry in entries:
+                if not is_driver_library(entry.name):
+                    continue
+                if entry.is_symlink():
+                    real = resolve_in_root(self.host_root, posixpath.join(real_dir, entry.name))
+                    if is_driver_library(posixpath.basename(real)) and os.path.isfile(self.on_node(real)):
+                        add(real)
+                elif entry.is_file():
+                    add(posixpath.join(real_dir, entry.name))
         for _name, path in self.ld_cache_entries(driver_root):
             in_driver = resolve_in_root(self.on_node(driver_root), path)
-            consider(node_model.join_host(driver_root, in_driver))
+            real = resolve_in_root(self.host_root, node_model.join_host(driver_root, in_driver))
+            if is_driver_library(posixpath.basename(real)) and os.path.isfile(self.on_node(real)):
+                add(real)
         return sorted(found, key=lambda lib: lib["path"])
 
     # --- other driver files ------------------------------------------------------------

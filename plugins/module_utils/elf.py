@@ -19,83 +19,95 @@ class ElfError(ValueError):
     """Not an ELF file, or one too short or damaged to read."""
 
 
-def _layout(data):
-    if data[:4] != ELF_MAGIC:
-        raise ElfError("not an ELF file")
-    if len(data) < 52:
+_STRUCTS = {}
+
+
+def _structs(order, is64):
+    """Precompiled (ELF header tail, program header, dynamic entry) structs for a layout."""
+    key = (order, is64)
+    if key not in _STRUCTS:
+        if is64:
+            # e_phoff at 32; e_phentsize, e_phnum at 54
+            _STRUCTS[key] = (struct.Struct(order + "32xQ14xHH"), struct.Struct(order + "IIQQQQ"), struct.Struct(order + "qQ"))
+        else:
+            # e_phoff at 28; e_phentsize, e_phnum at 42
+            _STRUCTS[key] = (struct.Struct(order + "28xI10xHH"), struct.Struct(order + "IIIII"), struct.Struct(order + "iI"))
+    return _STRUCTS[key]
+
+
+def _read_exactly(read, offset, size):
+    chunk = read(offset, size)
+    if len(chunk) < size:
         raise ElfError("truncated ELF file")
-    elf_class, elf_data = data[4], data[5]
+    return chunk
+
+
+def soname_from_reader(read):
+    """The DT_SONAME of a shared object, reading it through ``read(offset, size) -> bytes``.
+
+    Only the ELF header, the program headers, the dynamic segment and the name itself are
+    read, so a 30 MB library costs a few small reads. Returns None when there is no SONAME;
+    raises ElfError for non-ELF or truncated files.
+    """
+    ident = read(0, 64)
+    if ident[:4] != ELF_MAGIC:
+        raise ElfError("not an ELF file")
+    if len(ident) < 52:
+        raise ElfError("truncated ELF file")
+    elf_class, elf_data = ident[4], ident[5]
     if elf_class not in (1, 2) or elf_data not in (1, 2):
         raise ElfError("unknown ELF class or data encoding")
-    order = "<" if elf_data == 1 else ">"
     is64 = elf_class == 2
-    return order, is64
-
-
-def _unpack(fmt, data, offset):
-    size = struct.calcsize(fmt)
-    if offset < 0 or offset + size > len(data):
+    header, phdr, dyn_entry = _structs("<" if elf_data == 1 else ">", is64)
+    if len(ident) < header.size:
         raise ElfError("truncated ELF file")
-    return struct.unpack_from(fmt, data, offset)
-
-
-def program_headers(data):
-    """List of ``(type, offset, vaddr, filesz)`` from the program header table."""
-    order, is64 = _layout(data)
-    if is64:
-        phoff, = _unpack(order + "Q", data, 32)
-        phentsize, phnum = _unpack(order + "HH", data, 54)
-        entry = order + "IIQQQQQQ"
+    phoff, phentsize, phnum = header.unpack_from(ident)
+    if phnum and phentsize < phdr.size:
+        raise ElfError("bad program header size")
+    table = _read_exactly(read, phoff, phnum * phentsize)
+    loads = []
+    dynamic = None
+    if phentsize == phdr.size:
+        rows = phdr.iter_unpack(table)
     else:
-        phoff, = _unpack(order + "I", data, 28)
-        phentsize, phnum = _unpack(order + "HH", data, 42)
-        entry = order + "IIIIIIII"
-    headers = []
-    for i in range(phnum):
-        fields = _unpack(entry, data, phoff + i * phentsize)
-        if is64:
-            p_type, _flags, p_offset, p_vaddr, _paddr, p_filesz = fields[:6]
-        else:
-            p_type, p_offset, p_vaddr, _paddr, p_filesz = fields[:5]
-        headers.append((p_type, p_offset, p_vaddr, p_filesz))
-    return headers
-
-
-def _vaddr_to_offset(headers, vaddr):
-    for p_type, p_offset, p_vaddr, p_filesz in headers:
-        if p_type == PT_LOAD and p_vaddr <= vaddr < p_vaddr + p_filesz:
-            return vaddr - p_vaddr + p_offset
-    raise ElfError("address 0x%x is in no loadable segment" % vaddr)
-
-
-def soname(data):
-    """The DT_SONAME of the shared object in ``data``, or None when it has none.
-
-    ``data`` is the whole file as bytes or a read-only mmap (only the parts it needs are touched).
-    """
-    order, is64 = _layout(data)
-    headers = program_headers(data)
-    dynamic = [h for h in headers if h[0] == PT_DYNAMIC]
-    if not dynamic:
+        rows = (phdr.unpack_from(table, i * phentsize) for i in range(phnum))
+    for fields in rows:
+        p_type = fields[0]
+        if p_type == PT_LOAD:
+            loads.append((fields[2], fields[3], fields[5]) if is64 else (fields[1], fields[2], fields[4]))
+        elif p_type == PT_DYNAMIC and dynamic is None:
+            dynamic = (fields[2], fields[5]) if is64 else (fields[1], fields[4])
+    if dynamic is None:
         return None
-    _type, dyn_offset, _vaddr, dyn_size = dynamic[0]
-    entry_fmt = order + ("qQ" if is64 else "iI")
-    entry_size = struct.calcsize(entry_fmt)
-    strtab = soname_offset = None
-    for i in range(dyn_size // entry_size):
-        tag, value = _unpack(entry_fmt, data, dyn_offset + i * entry_size)
+    dyn_size = dynamic[1] - dynamic[1] % dyn_entry.size
+    strtab = name_offset = None
+    for tag, value in dyn_entry.iter_unpack(_read_exactly(read, dynamic[0], dyn_size)):
         if tag == DT_NULL:
             break
         if tag == DT_STRTAB:
             strtab = value
         elif tag == DT_SONAME:
-            soname_offset = value
-    if soname_offset is None:
+            name_offset = value
+    if name_offset is None:
         return None
     if strtab is None:
         raise ElfError("DT_SONAME without DT_STRTAB")
-    start = _vaddr_to_offset(headers, strtab) + soname_offset
-    end = data.find(b"\0", start)
-    if start >= len(data) or end < 0:
-        raise ElfError("truncated ELF file")
-    return data[start:end].decode("utf-8", "replace")
+    for p_offset, p_vaddr, p_filesz in loads:
+        if p_vaddr <= strtab < p_vaddr + p_filesz:
+            start = strtab - p_vaddr + p_offset + name_offset
+            break
+    else:
+        raise ElfError("address 0x%x is in no loadable segment" % strtab)
+    name = read(start, 256)
+    end = name.find(b"\0")
+    if end < 0:
+        name = read(start, 4096)
+        end = name.find(b"\0")
+        if end < 0:
+            raise ElfError("truncated ELF file")
+    return name[:end].decode("utf-8", "replace")
+
+
+def soname(data):
+    """The DT_SONAME of the shared object held in ``data`` (bytes or a read-only mmap)."""
+    return soname_from_reader(lambda offset, size: data[offset:offset + size])

@@ -19,9 +19,10 @@ description:
   - GPUs come from C(/proc/driver/nvidia/gpus/*/information).
   - Every path returned is a host path; O(host_root) never appears in the result.
 author:
-  - gpu_node.container_toolkit contributors
+  - GPU node maintainers (@gpu-node)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gpu_node.container_toolkit.attributes
   - gpu_node.container_toolkit.node
   - gpu_node.container_toolkit.node.DRIVER
 attributes:
@@ -36,6 +37,8 @@ attributes:
     details: The module writes no files.
   idempotent:
     support: full
+  platform:
+    platforms: posix
 notes:
   - A library that is not a readable ELF file, a damaged C(ld.so.cache) or a garbled GPU
     C(information) file is skipped with a warning.
@@ -108,6 +111,13 @@ libraries:
   type: list
   elements: dict
   sample: [{path: /home/kubernetes/bin/nvidia/lib64/libcuda.so.535.104.12, soname: libcuda.so.1}]
+  contains:
+    path:
+      description: Host path of the library file.
+      type: str
+    soname:
+      description: The library's ELF SONAME, or null when it has none.
+      type: str
 binaries:
   description: Host paths of the driver's utilities that exist.
   returned: success
@@ -138,6 +148,22 @@ gpus:
   type: list
   elements: dict
   sample: [{index: 0, uuid: GPU-5a9e4a0c-4e4f-0d34-2b4c-3a9d6c1d2e3f, pci_bus_id: "0000:00:04.0", minor: 0, model: Tesla T4}]
+  contains:
+    index:
+      description: Position in PCI bus order, as C(nvidia-smi) numbers GPUs.
+      type: int
+    uuid:
+      description: The GPU's UUID.
+      type: str
+    pci_bus_id:
+      description: PCI bus location, lower case.
+      type: str
+    minor:
+      description: Minor number of the GPU's C(/dev/nvidiaN) node.
+      type: int
+    model:
+      description: Model name.
+      type: str
 device_nodes:
   description:
     - NVIDIA character devices under RV(dev_root) (C(dev/nvidia*), C(dev/nvidia-caps/*),
@@ -147,6 +173,22 @@ device_nodes:
   type: list
   elements: dict
   sample: [{path: /dev/nvidiactl, host_path: /dev/nvidiactl, major: 195, minor: 255, mode: "0666"}]
+  contains:
+    path:
+      description: Path inside containers, under C(/dev).
+      type: str
+    host_path:
+      description: Host path (O(dev_root) joined with RV(device_nodes[].path)).
+      type: str
+    major:
+      description: Major device number.
+      type: int
+    minor:
+      description: Minor device number.
+      type: int
+    mode:
+      description: Permission bits in octal.
+      type: str
 mig_minors:
   description: MIG capability minors from C(/proc/driver/nvidia-caps/mig-minors), empty without MIG.
   returned: success

@@ -63,6 +63,6 @@ def ld_so_cache(entries, little=True, old_header=False):
     if not old_header:
         return new
     old = b"ld.so-1.7.0\0" + struct.pack(order + "I", len(entries))
-    old += b"".join(struct.pack(order + "iII", 1, 0, 0) for _ in entries)
+    old += struct.pack(order + "iII", 1, 0, 0) * len(entries)
     old = old.ljust((len(old) + 7) & ~7, b"\0")
     return old + new

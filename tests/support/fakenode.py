@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Build fake GPU nodes: a directory used as ``host_root`` that looks like a real node.
 
 Libraries are real ELF shared objects built by gcc (one build, then the SONAME is set per
@@ -361,7 +360,7 @@ def _unix_socket(path):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("root", help="directory to build the node in (used as host_root)")
     parser.add_argument("--layout", choices=sorted(LAYOUTS), default="cos")
     parser.add_argument("--driver-version", default=DEFAULT_DRIVER_VERSION)

@@ -1,0 +1,20 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpu_node.container_toolkit
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    # The attributes every module of this collection documents besides check_mode and diff_mode.
+    DOCUMENTATION = r"""
+attributes:
+  safe_file_operations:
+    description:
+      - Files are written to a temporary file in the same directory and renamed over the
+        target, so a reader never sees a half-written file.
+  idempotent:
+    description:
+      - A second run with the same arguments on an unchanged node reports no change and
+        leaves every file's bytes alone.
+"""

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# ansible-test sanity and units, from a symlinked ansible_collections/gpu_node/container_toolkit tree.
+# Offline: ansible-test's pip bootstrap script is replaced by a stand-in that installs a pip
+# wheel fetched from the package index (the only network this CI has).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/env.sh
+. "$repo/scripts/env.sh"
+
+pip_version=$(python -c '
+from ansible_test._internal.python_requirements import get_venv_packages
+class Python:
+    version = "%d.%d" % __import__("sys").version_info[:2]
+print(get_venv_packages(Python())["pip"])' 2>/dev/null || true)
+pip_version=${pip_version:-24.2}
+cache="$HOME/.ansible/test/cache"
+standin="$cache/get_pip_${pip_version//./_}.py"
+if [ ! -f "$standin" ]; then
+  mkdir -p "$cache/pip-wheels"
+  python -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+    -d "$cache/pip-wheels" "pip==$pip_version"
+  cat > "$standin" <<'PY'
+"""Offline stand-in for ansible-test's get-pip bootstrap: install pip from a local wheel."""
+import glob
+import os
+import runpy
+import sys
+
+wheel_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pip-wheels")
+wheel = sorted(glob.glob(os.path.join(wheel_dir, "pip-*.whl")))[-1]
+sys.path.insert(0, wheel)
+args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
+sys.argv = ["pip", "install", "--no-index", "--find-links", wheel_dir] + args
+runpy.run_module("pip", run_name="__main__", alter_sys=True)
+PY
+fi
+
+# ansible-test wants a real ansible_collections/<ns>/<name> directory as its working directory:
+# copy the checkout's files there as git sees them (no .cache/.venv; symlinks are not followed).
+# It must sit outside this git checkout, or ansible-test lists files through git and sees none.
+tree="${TMPDIR:-/tmp}/gpu_node-ansible-test/ansible_collections/gpu_node/container_toolkit"
+rm -rf "$tree"
+mkdir -p "$tree"
+(cd "$repo" && git ls-files -co --exclude-standard -z | xargs -0 cp -a --parents -t "$tree")
+cd "$tree"
+
+rc=0
+python_version=$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+echo "--- ansible-test sanity"
+ansible-test sanity --local --python "$python_version" --color no --requirements \
+  --skip-test pylint "$@" || rc=1
+echo "--- ansible-test sanity pylint"
+ansible-test sanity --local --python "$python_version" --color no --requirements --test pylint || rc=1
+echo "--- ansible-test units"
+ansible-test units --local --python "$python_version" --color no --requirements || rc=1
+exit $rc
