@@ -30,10 +30,10 @@ def main():
                                    extra_libraries=120 - len(fakenode.DRIVER_LIBRARIES))
         facts = discovery.discover_node(str(node.root))
         assert len(facts["libraries"]) == 120 and len(facts["gpus"]) == 8, (len(facts["libraries"]), len(facts["gpus"]))
-        for _ in range(20):
+        for _warmup in range(20):
             discovery.discover_node(str(node.root))
         samples = []
-        for _ in range(args.runs):
+        for _run in range(args.runs):
             start = time.perf_counter()
             discovery.discover_node(str(node.root))
             samples.append((time.perf_counter() - start) * 1000)
