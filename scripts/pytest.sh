@@ -6,6 +6,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo" || exit 1
 # shellcheck source=scripts/env.sh
 . scripts/env.sh
+export COVERAGE_FILE="$repo/.cache/coverage"
 python -m pytest tests/unit tests/integration \
   --cov=ansible_collections.gpu_node.container_toolkit.plugins \
   --cov-report=term --cov-report="xml:$repo/.cache/coverage.xml" \

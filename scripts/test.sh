@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite: lint, pytest (unit + integration with real containerd and podman),
-# ansible-test sanity and units, molecule. `scripts/test.sh pytest lint` runs only those stages.
+# ansible-test sanity and units, the built collection installed offline, the oldest ansible-core
+# we claim (compat). `scripts/test.sh pytest lint` runs only those stages.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(lint pytest ansible-test)
+[ ${#stages[@]} -gt 0 ] || stages=(lint pytest ansible-test build compat)
 
 scripts/system-deps.sh
 scripts/venv.sh
@@ -31,7 +32,9 @@ for stage in "${stages[@]}"; do
     pytest) run_stage pytest scripts/pytest.sh ;;
     ansible-test) run_stage ansible-test scripts/ansible-test.sh ;;
     molecule) run_stage molecule scripts/molecule.sh ;;
-    *) echo "unknown stage $stage (lint, pytest, ansible-test, molecule)" >&2; exit 2 ;;
+    build) run_stage build scripts/build-check.sh ;;
+    compat) run_stage compat scripts/compat.sh ;;
+    *) echo "unknown stage $stage (lint, pytest, ansible-test, build, compat, molecule)" >&2; exit 2 ;;
   esac
 done
 
