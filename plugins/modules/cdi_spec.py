@@ -1,0 +1,356 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpu_node.container_toolkit
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: cdi_spec
+short_description: Generate, write and remove CDI specs for the NVIDIA driver on a node
+version_added: 0.1.0
+description:
+  - Builds a Container Device Interface (CDI) spec from the node's real driver root and device
+    root, as found by M(gpu_node.container_toolkit.nvidia_driver_info), and writes it on the node.
+  - Driver files are found under O(driver_root) and device nodes under O(dev_root), independently.
+    On Container-Optimized OS the driver lives under V(/home/kubernetes/bin/nvidia) while the
+    device nodes are in the host's C(/dev); both V(auto) defaults find them.
+  - The spec mounts every driver library, binary, firmware file, Vulkan/EGL/GLX config file and
+    existing IPC socket, sets C(NVIDIA_VISIBLE_DEVICES=void), and adds the C(create-symlinks),
+    C(enable-cuda-compat) and C(update-ldcache) C(createContainer) hooks.
+  - The C(cdiVersion) is the lowest version the content needs.
+  - YAML specs start with a comment that records the driver version, driver root and device root
+    they were built from. After a driver upgrade the file names and hook arguments change, so a
+    re-run rewrites the spec; RV(previous_driver_version) tells what it was built from.
+  - Runs on the node with Python's standard library only.
+author:
+  - GPU node maintainers (@gpu-node)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - gpu_node.container_toolkit.attributes
+  - gpu_node.container_toolkit.node
+  - gpu_node.container_toolkit.node.DRIVER
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+    details: The diff shows the spec file's text before and after.
+  safe_file_operations:
+    support: full
+  idempotent:
+    support: full
+  platform:
+    platforms: posix
+options:
+  state:
+    description:
+      - V(present) writes the spec; V(absent) removes the file at O(path).
+    type: str
+    choices: [present, absent]
+    default: present
+  mode:
+    description:
+      - V(management) writes kind C(management.nvidia.com/gpu) with one device, C(all), that holds
+        every NVIDIA device node under O(dev_root) (not C(nvidia-fs*), C(nvidia-nvswitch*) or
+        C(nvidia-nvlink*)); for management containers such as device plugins and monitoring agents.
+      - V(gpu) writes kind C(nvidia.com/gpu) with one device per GPU, under each name of
+        O(device_name_strategy), its MIG instances when capability nodes exist, and an C(all) device
+        unless O(all_device=false). The control nodes (C(nvidiactl), C(nvidia-uvm),
+        C(nvidia-uvm-tools), C(nvidia-modeset)) go into the spec-level edits.
+    type: str
+    choices: [management, gpu]
+    default: management
+  device_name_strategy:
+    description:
+      - How GPUs are named in O(mode=gpu). V(index) gives C(0), V(uuid) C(GPU-...), V(type-index)
+        C(gpu0). Each GPU gets one device per strategy.
+      - MIG instances are named C(<gpu>:<gi>) (V(index)) or C(mig<gpu>:<gi>) (V(type-index)); they
+        have no V(uuid) name, since MIG UUIDs are known only to NVML.
+    type: list
+    elements: str
+    choices: [index, uuid, type-index]
+    default: [index, uuid]
+  vendor:
+    description:
+      - Vendor part of the spec's kind. Defaults to V(management.nvidia.com) for O(mode=management)
+        and V(nvidia.com) for O(mode=gpu).
+    type: str
+  class:
+    description:
+      - Class part of the spec's kind.
+    type: str
+    default: gpu
+  devices:
+    description:
+      - In O(mode=gpu), only these GPUs, each given by index (V(0)), C(gpuN) or UUID. An unknown GPU
+        is an error. Default is every GPU.
+    type: list
+    elements: str
+  all_device:
+    description:
+      - In O(mode=gpu), whether to add the C(all) device holding every selected GPU.
+    type: bool
+    default: true
+  path:
+    description:
+      - Host path of the spec file.
+      - Defaults to V(/var/run/cdi/management.nvidia.com-gpu.yaml) for O(mode=management) and
+        V(/etc/cdi/nvidia.yaml) for O(mode=gpu) (with other O(vendor) or O(class),
+        C(<vendor>-<class>.yaml) in the same directory).
+      - A path outside V(/etc/cdi), V(/var/run/cdi) and V(/run/cdi) draws a warning, since container
+        runtimes do not read it by default. On Container-Optimized OS C(/etc) and C(/var/run) are
+        tmpfs, so re-apply the spec at boot.
+    type: path
+  format:
+    description:
+      - V(yaml) or V(json). Default from the extension of O(path) (C(.json) is JSON, anything else YAML).
+    type: str
+    choices: [yaml, json]
+  hook_path:
+    description:
+      - Host path of the hook binary the spec's hooks run, C(nvidia-cdi-hook) or C(nvidia-ctk).
+        With C(nvidia-ctk) the hook arguments start with C(nvidia-ctk hook).
+      - On GKE's Container-Optimized OS use V(/home/kubernetes/bin/nvidia/toolkit/nvidia-cdi-hook).
+    type: path
+    default: /usr/local/nvidia/toolkit/nvidia-cdi-hook
+  container_driver_root:
+    description:
+      - Where driver files appear inside containers. By default a file's container path is its host
+        path with O(driver_root) stripped (C(/home/kubernetes/bin/nvidia/lib64/libcuda.so.X) becomes
+        C(/lib64/libcuda.so.X)); with V(/usr/local/nvidia) (GKE's convention) it becomes
+        C(/usr/local/nvidia/lib64/libcuda.so.X).
+    type: str
+  ldconfig_path:
+    description:
+      - Host path of C(ldconfig), passed to the C(update-ldcache) hook as C(--ldconfig-path).
+        Never C(<driver_root>/sbin/ldconfig) when O(driver_root) is not a full filesystem.
+    type: str
+  disable_hooks:
+    description:
+      - Hooks to leave out; V(all) leaves out every hook.
+    type: list
+    elements: str
+    choices: [create-symlinks, enable-cuda-compat, update-ldcache, all]
+    default: []
+notes:
+  - Discovery warnings (a damaged library, an unreadable GPU file) become task warnings.
+  - The file is written with mode C(0644); its directory is created when missing.
+seealso:
+  - module: gpu_node.container_toolkit.nvidia_driver_info
+  - name: Container Device Interface specification
+    description: The format of the files this module writes.
+    link: https://github.com/cncf-tags/container-device-interface/blob/main/SPEC.md
+"""
+
+EXAMPLES = r"""
+---
+- name: Management spec on GKE's Container-Optimized OS
+  gpu_node.container_toolkit.cdi_spec:
+    mode: management
+    hook_path: /home/kubernetes/bin/nvidia/toolkit/nvidia-cdi-hook
+
+- name: One device per GPU, named by index and UUID, in /etc/cdi/nvidia.yaml
+  gpu_node.container_toolkit.cdi_spec:
+    mode: gpu
+  register: cdi
+
+- name: Show the devices
+  ansible.builtin.debug:
+    var: cdi.devices
+
+- name: Only GPU 0, with driver files under /usr/local/nvidia in containers, as JSON
+  gpu_node.container_toolkit.cdi_spec:
+    mode: gpu
+    devices: ["0"]
+    container_driver_root: /usr/local/nvidia
+    path: /etc/cdi/nvidia-gpu0.json
+
+- name: Remove the management spec
+  gpu_node.container_toolkit.cdi_spec:
+    mode: management
+    state: absent
+"""
+
+RETURN = r"""
+path:
+  description: Host path of the spec file.
+  returned: always
+  type: str
+  sample: /var/run/cdi/management.nvidia.com-gpu.yaml
+format:
+  description: The file's format.
+  returned: when O(state=present)
+  type: str
+  sample: yaml
+kind:
+  description: The spec's kind.
+  returned: when O(state=present)
+  type: str
+  sample: management.nvidia.com/gpu
+cdi_version:
+  description: The spec's C(cdiVersion), the lowest its content needs.
+  returned: when O(state=present)
+  type: str
+  sample: 0.5.0
+devices:
+  description: Fully qualified names of the spec's devices, as given to C(--device).
+  returned: when O(state=present)
+  type: list
+  elements: str
+  sample: [nvidia.com/gpu=0, nvidia.com/gpu=GPU-5a9e4a0c-4e4f-0d34-2b4c-3a9d6c1d2e3f, nvidia.com/gpu=all]
+driver_version:
+  description: The driver version the spec was built from.
+  returned: when O(state=present)
+  type: str
+  sample: 535.104.12
+previous_driver_version:
+  description: The driver version the file on the node was built from, or null when there was none or it does not say.
+  returned: always
+  type: str
+  sample: 535.86.10
+driver_root:
+  description: Host path of the driver files the spec mounts.
+  returned: when O(state=present)
+  type: str
+  sample: /home/kubernetes/bin/nvidia
+dev_root:
+  description: Host path under which the spec's device nodes were found.
+  returned: when O(state=present)
+  type: str
+  sample: /
+spec:
+  description: The spec as data.
+  returned: when O(state=present)
+  type: dict
+  sample: {cdiVersion: 0.3.0, kind: management.nvidia.com/gpu, devices: [{name: all, containerEdits: {}}]}
+"""
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
+
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import cdi, discovery, node_model
+
+FILE_MODE = 0o644
+
+
+def argument_spec():
+    spec = node_model.node_argument_spec(driver=True)
+    spec.update(
+        state={"type": "str", "choices": ["present", "absent"], "default": "present"},
+        mode={"type": "str", "choices": list(cdi.MODES), "default": "management"},
+        device_name_strategy={"type": "list", "elements": "str", "choices": list(cdi.NAME_STRATEGIES),
+                              "default": ["index", "uuid"]},
+        vendor={"type": "str"},
+        devices={"type": "list", "elements": "str"},
+        all_device={"type": "bool", "default": True},
+        path={"type": "path"},
+        format={"type": "str", "choices": ["yaml", "json"]},
+        hook_path={"type": "path", "default": cdi.DEFAULT_HOOK_PATH},
+        container_driver_root={"type": "str"},
+        ldconfig_path={"type": "str"},
+        disable_hooks={"type": "list", "elements": "str", "choices": list(cdi.HOOKS) + ["all"], "default": []},
+    )
+    spec["class"] = {"type": "str", "default": cdi.DEFAULT_CLASS}
+    return spec
+
+
+def read_existing(module, on_node):
+    try:
+        with open(on_node, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        module.fail_json(msg="cannot read %s: %s" % (on_node, to_native(exc)))
+
+
+def write_atomically(module, on_node, data):
+    directory = os.path.dirname(on_node)
+    try:
+        if not os.path.isdir(directory):
+            os.makedirs(directory, 0o755)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(on_node) + ".")
+    except OSError as exc:
+        module.fail_json(msg="cannot write in %s: %s" % (directory, to_native(exc)))
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, FILE_MODE)
+        module.atomic_move(tmp, on_node)
+        os.chmod(on_node, FILE_MODE)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    params = module.params
+    mode = params["mode"]
+    path = node_model.normalize_host_path(params["path"] or cdi.default_path(mode, params["vendor"], params["class"]))
+    on_node = node_model.node_path(params["host_root"], path)
+    if not cdi.in_spec_dir(path):
+        module.warn("%s is outside %s: container runtimes do not read CDI specs there by default"
+                    % (path, ", ".join(cdi.SPEC_DIRS)))
+    existing = read_existing(module, on_node)
+    before_text = to_text(existing, errors="surrogate_or_replace") if existing is not None else ""
+    result = {"changed": False, "path": path, "previous_driver_version": cdi.recorded_driver_version(before_text)}
+
+    if params["state"] == "absent":
+        if existing is not None:
+            result["changed"] = True
+            if module._diff:
+                result["diff"] = {"before": before_text, "after": "", "before_header": path, "after_header": path}
+            if not module.check_mode:
+                try:
+                    os.unlink(on_node)
+                except OSError as exc:
+                    module.fail_json(msg="cannot remove %s: %s" % (on_node, to_native(exc)), **result)
+        module.exit_json(**result)
+
+    try:
+        facts = discovery.discover_node(params["host_root"], params["driver_root"], params["dev_root"],
+                                        params["library_search_paths"])
+    except discovery.DiscoveryError as exc:
+        module.fail_json(msg=str(exc), **result)
+    for warning in facts.pop("warnings"):
+        module.warn(warning)
+    fmt = params["format"] or cdi.format_from_path(path)
+    try:
+        spec = cdi.build_spec(
+            facts, mode=mode, device_name_strategy=params["device_name_strategy"], vendor=params["vendor"],
+            cls=params["class"], devices=params["devices"], all_device=params["all_device"],
+            hook_path=params["hook_path"], container_driver_root=params["container_driver_root"],
+            ldconfig_path=params["ldconfig_path"], disable_hooks=params["disable_hooks"],
+        )
+    except cdi.CdiError as exc:
+        module.fail_json(msg=str(exc), **result)
+    text = cdi.render(spec, fmt, facts)
+    data = to_bytes(text)
+    result.update(
+        format=fmt, kind=spec["kind"], cdi_version=spec["cdiVersion"], devices=cdi.qualified_names(spec),
+        driver_version=facts["driver_version"], driver_root=facts["driver_root"], dev_root=facts["dev_root"],
+        spec=spec,
+    )
+    if existing != data:
+        result["changed"] = True
+        if module._diff:
+            result["diff"] = {"before": before_text, "after": text, "before_header": path, "after_header": path}
+        if not module.check_mode:
+            write_atomically(module, on_node, data)
+    elif (os.stat(on_node).st_mode & 0o7777) != FILE_MODE:
+        result["changed"] = True
+        if module._diff:
+            result["diff"] = {"before": {"mode": "%04o" % (os.stat(on_node).st_mode & 0o7777)},
+                              "after": {"mode": "%04o" % FILE_MODE}}
+        if not module.check_mode:
+            os.chmod(on_node, FILE_MODE)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
