@@ -1,0 +1,408 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpu_node.container_toolkit
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Edit a containerd ``config.toml`` in place with tomlkit (controller side).
+
+Comments, order and spacing outside the edited keys are kept. The decisions come from
+``module_utils/containerd_config.py``; this file only applies them to the document.
+
+What ``state: absent`` needs to undo ``present`` is kept in the file itself, as inline
+comments: a value ``present`` replaced carries
+``# gpu_node.container_toolkit previous value: <old TOML value or (unset)>``, and a key or table
+it created only to make the config work carries ``# added by gpu_node.container_toolkit...``.
+"""
+
+from __future__ import annotations
+
+import copy
+
+try:
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+    from tomlkit.items import String as _String
+    from tomlkit.items import StringType as _StringType
+    from tomlkit.items import Table as _Table
+    HAS_TOMLKIT = True
+except ImportError:  # pragma: no cover - reported by the action plugin
+    tomlkit = None
+    TOMLKitError = Exception
+    _Table = dict
+    _String = str
+    _StringType = None
+    HAS_TOMLKIT = False
+
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker
+
+PREVIOUS_MARKER = "gpu_node.container_toolkit previous value:"
+
+
+# --- generic tomlkit helpers (also used by toolkit_toml) -------------------------------------
+
+def parse(text, name):
+    """Parse ``text``; a clear ConfigError naming ``name`` when it is not TOML."""
+    try:
+        return tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise cc.ConfigError("%s is not valid TOML: %s" % (name, exc)) from None
+
+
+def _sibling_indent(table):
+    for key in table:
+        item = table.item(key)
+        if not isinstance(item, (_Table,)) and getattr(item, "trivia", None) is not None:
+            return item.trivia.indent
+    return None
+
+
+def get_table(container, keys, create, what=None):
+    """Walk ``keys`` down from ``container``; create missing tables (as super tables) when asked.
+
+    Returns None when a table is missing and ``create`` is false. A key that holds something
+    other than a table is a ConfigError naming its dotted path.
+    """
+    current = container
+    walked = []
+    for key in keys:
+        walked.append(key)
+        if key not in current:
+            if not create:
+                return None
+            current[key] = tomlkit.table(is_super_table=True)
+        item = current[key]
+        if not isinstance(item, dict):
+            raise cc.ConfigError(
+                "%s is a %s, not a table%s" % (cc.dotted(walked), type(item.unwrap() if hasattr(item, "unwrap") else item).__name__,
+                                               " (%s)" % what if what else "")
+            )
+        current = item
+    return current
+
+
+def _clear_comment(item):
+    item.trivia.comment = ""
+    item.trivia.comment_ws = ""
+
+
+def _literal_style(table):
+    """True when the strings of ``table`` are single-quoted (containerd 2.x writes them so)."""
+    for key in table:
+        item = table.item(key)
+        if isinstance(item, _String):
+            return item.type == _StringType.SLL
+    return False
+
+
+def set_value(table, key, value, comment=None):
+    """Set ``table[key]``; a new key takes its siblings' indentation and quoting; the comment is replaced."""
+    new = key not in table
+    if isinstance(value, str) and "'" not in value and "\n" not in value:
+        literal = (not new and isinstance(table.item(key), _String) and table.item(key).type == _StringType.SLL) \
+            or (new and _literal_style(table))
+        if literal:
+            value = tomlkit.string(value, literal=True)
+    table[key] = value
+    item = table.item(key)
+    if new:
+        indent = _sibling_indent(table)
+        if indent is not None:
+            item.trivia.indent = indent
+    if comment:
+        item.trivia.comment_ws = " "
+        item.trivia.comment = "# " + comment
+    else:
+        _clear_comment(item)
+
+
+def comment_of(table, key):
+    if key not in table:
+        return ""
+    return getattr(table.item(key).trivia, "comment", "") or ""
+
+
+def toml_repr(value):
+    return tomlkit.item(value).as_string()
+
+
+def from_toml_repr(text):
+    return plain(tomlkit.parse("v = " + text)["v"])
+
+
+def plain(value):
+    return value.unwrap() if hasattr(value, "unwrap") else value
+
+
+def set_recorded(table, key, value, name, tracker):
+    """Set ``key`` to ``value``, recording the previous value in an inline comment (once)."""
+    existed = key in table
+    current = plain(table.get(key)) if existed else None
+    if existed and current == value:
+        return
+    found, _ = parse_previous(comment_of(table, key))
+    comment = comment_of(table, key).lstrip("#").strip() if found else "%s %s" % (
+        PREVIOUS_MARKER, toml_repr(current) if existed else cc.UNSET)
+    set_value(table, key, value, comment)
+    tracker.add(name, current, value, reason="%r -> %r" % (current, value) if existed else "unset -> %r" % (value,))
+
+
+def parse_previous(comment):
+    """(found, previous TOML text or None for unset)."""
+    text = (comment or "").lstrip("#").strip()
+    if not text.startswith(PREVIOUS_MARKER):
+        return False, None
+    rest = text[len(PREVIOUS_MARKER):].strip()
+    return True, None if rest in ("", cc.UNSET) else rest
+
+
+def restore_recorded(table, key, name, tracker):
+    """Put back the value recorded by :func:`set_recorded`; True when there was a record."""
+    if table is None or key not in table:
+        return False
+    found, previous = parse_previous(comment_of(table, key))
+    if not found:
+        return False
+    current = plain(table[key])
+    if previous is None:
+        del table[key]
+        tracker.add(name, current, None, reason="%r -> unset (restored)" % (current,))
+    else:
+        value = from_toml_repr(previous)
+        set_value(table, key, value)
+        tracker.add(name, current, value, reason="%r -> %r (restored)" % (current, value))
+    return True
+
+
+def prune_empty_super_tables(doc, keys):
+    """Remove tables along ``keys`` that are empty and implicit (no header of their own)."""
+    chain = [doc]
+    for key in keys:
+        if not isinstance(chain[-1], dict) or key not in chain[-1]:
+            break
+        chain.append(chain[-1][key])
+    for depth in range(len(chain) - 1, 0, -1):
+        table = chain[depth]
+        if isinstance(table, _Table) and len(table) == 0 and \
+                (not table.trivia.comment or cc.ADDED_MARKER in table.trivia.comment):
+            del chain[depth - 1][keys[depth - 1]]
+        else:
+            break
+
+
+# --- containerd edits ------------------------------------------------------------------------
+
+def _runtime_options(runtime, version):
+    return get_table(runtime, ("options",), create=True)
+
+
+def _new_runtime(template_table, header_indent):
+    if template_table is not None:
+        table = copy.deepcopy(template_table)
+        _clear_comment(table)
+    else:
+        table = tomlkit.table()
+    return table
+
+
+def _ensure_runtime(runtimes, name, binary, runtime_type, version, template, template_table, tracker):
+    prefix = "runtime %s" % name
+    if name not in runtimes:
+        table = _new_runtime(template_table, None)
+        set_value(table, "runtime_type", runtime_type)
+        runtimes[name] = table
+        if template_table is not None:
+            runtimes.item(name).trivia.indent = template_table.trivia.indent
+        options = _runtime_options(runtimes[name], version)
+        set_value(options, "BinaryName", binary)
+        if version == 1:
+            set_value(options, "Runtime", binary)
+        if not runtimes[name].as_string().endswith("\n\n"):
+            options.add(tomlkit.nl())
+        tracker.add(prefix, None, {"runtime_type": runtime_type, "BinaryName": binary},
+                    reason="missing (added%s)" % (", copied from %s" % template if template else ""))
+        return
+    runtime = get_table(runtimes, (name,), create=False, what="runtime %s" % name)
+    current_type = plain(runtime.get("runtime_type"))
+    if current_type != runtime_type:
+        set_value(runtime, "runtime_type", runtime_type)
+        tracker.add(prefix + " runtime_type", current_type, runtime_type, reason="%r -> %r" % (current_type, runtime_type))
+    options = _runtime_options(runtime, version)
+    keys = ("BinaryName", "Runtime") if version == 1 else ("BinaryName",)
+    for key in keys:
+        current = plain(options.get(key))
+        if current != binary:
+            set_value(options, key, binary)
+            tracker.add("%s %s" % (prefix, key), current, binary, reason="%r -> %r" % (current, binary))
+
+
+def apply_present(doc, version, params, tracker, source=None):
+    """Register the runtimes in ``doc`` (the root config, or a drop-in).
+
+    ``source``: (runtimes table, default runtime name) to copy templates from when ``doc`` is a
+    drop-in that does not hold them itself.
+    """
+    cri = get_table(doc, cc.cri_table(version), create=True, what="the CRI plugin table")
+    containerd = get_table(cri, ("containerd",), create=True)
+    runtimes = get_table(containerd, ("runtimes",), create=True, what="containerd runtimes")
+    names = [r["name"] for r in params["runtimes"]]
+    if source is None:
+        source_runtimes, default_name = runtimes, plain(containerd.get("default_runtime_name"))
+    else:
+        source_runtimes, default_name = source
+    existing = [key for key in source_runtimes if isinstance(source_runtimes[key], dict)]
+    if source is None and cc.needs_default_entry(existing, default_name, names) and \
+            any(n not in runtimes for n in names):
+        # A runtimes table replaces containerd's built-in one: without this entry the default
+        # runtime would vanish ("no corresponding runtime configured").
+        table = tomlkit.table()
+        set_value(table, "runtime_type", cc.DEFAULT_RUNTIME_TYPE)
+        table.comment(cc.ADDED_MARKER)
+        table.add(tomlkit.nl())
+        runtimes["runc"] = table
+        tracker.add("runtime runc", None, {"runtime_type": cc.DEFAULT_RUNTIME_TYPE},
+                    reason="missing next to default_runtime_name %r (added: a runtimes table replaces "
+                           "containerd's built-in one)" % (default_name or "runc"))
+        existing.append("runc")
+    template = cc.choose_template(existing, default_name, names)
+    template_table = source_runtimes[template] if template else None
+    for entry in params["runtimes"]:
+        _ensure_runtime(runtimes, entry["name"], entry["binary"], params["runtime_type"], version,
+                        template, template_table, tracker)
+    if params.get("enable_cdi") is not None:
+        set_recorded(cri, "enable_cdi", bool(params["enable_cdi"]), "enable_cdi", tracker)
+    if params.get("cdi_spec_dirs") is not None:
+        set_recorded(cri, "cdi_spec_dirs", list(params["cdi_spec_dirs"]), "cdi_spec_dirs", tracker)
+    if params.get("set_as_default"):
+        set_recorded(containerd, "default_runtime_name", names[0], "default_runtime_name", tracker)
+    else:
+        restore_recorded(containerd, "default_runtime_name", "default_runtime_name", tracker)
+
+
+def apply_absent(doc, version, params, tracker):
+    """Undo :func:`apply_present`: restore recorded values, remove the runtimes and what was added."""
+    cri = get_table(doc, cc.cri_table(version), create=False, what="the CRI plugin table")
+    if cri is None:
+        return
+    containerd = get_table(cri, ("containerd",), create=False)
+    restore_recorded(containerd, "default_runtime_name", "default_runtime_name", tracker)
+    restore_recorded(cri, "enable_cdi", "enable_cdi", tracker)
+    restore_recorded(cri, "cdi_spec_dirs", "cdi_spec_dirs", tracker)
+    runtimes = get_table(containerd, ("runtimes",), create=False, what="containerd runtimes") if containerd is not None else None
+    if runtimes is not None:
+        for entry in params["runtimes"]:
+            if entry["name"] in runtimes:
+                del runtimes[entry["name"]]
+                tracker.add("runtime %s" % entry["name"], "present", None, reason="present (removed)")
+        runc = runtimes.get("runc")
+        if isinstance(runc, _Table) and cc.ADDED_MARKER in (runc.trivia.comment or "") and \
+                not any(isinstance(runtimes[k], dict) for k in runtimes if k != "runc"):
+            del runtimes["runc"]
+            tracker.add("runtime runc", "present", None, reason="added by this module (removed)")
+    prune_empty_super_tables(doc, cc.runtimes_table(version))
+    _drop_added_version(doc)
+
+
+def _drop_added_version(doc):
+    if "version" in doc and cc.ADDED_MARKER in comment_of(doc, "version") and len(doc) == 1:
+        del doc["version"]
+
+
+def _effective(doc):
+    return doc.unwrap() if doc is not None else None
+
+
+def edit(text, params, containerd_output=None, drop_in_text=None, name="config.toml"):
+    """Plan the edit of a containerd config. Pure: text in, text out.
+
+    ``text``: the root config (None when the file is missing). ``params``: the module options
+    (``state``, ``runtimes`` normalised, ``runtime_type``, ``set_as_default``, ``enable_cdi``,
+    ``cdi_spec_dirs``, ``config_version``, ``drop_in``, ``path``). ``drop_in_text``: the drop-in's
+    current content (None when missing).
+
+    Returns a dict: ``text`` (new root), ``drop_in_text`` (new drop-in, None to remove it or when
+    not in drop-in mode), ``version``, ``version_source``, ``changes``, ``restart_required``.
+    """
+    doc = parse(text or "", name)
+    empty = not (text or "").strip()
+    declared = plain(doc.get("version"))
+    version, source = cc.choose_version(params.get("config_version"), declared, empty, containerd_output)
+    tracker = DifferenceTracker()
+    before_root = _effective(doc)
+    drop_in = params.get("drop_in")
+    state = params.get("state", "present")
+    if empty and state == "present" and (version != 1 or params.get("config_version") not in (None, "auto")):
+        set_value(doc, "version", version, cc.ADDED_MARKER)
+        if not drop_in:
+            doc.add(tomlkit.nl())
+        tracker.add("version", None, version, reason="unset -> %d (%s)" % (version, source))
+    new_drop_in = None
+    before_drop = None
+    if drop_in:
+        cc.check_drop_in(params.get("path") or cc.DEFAULT_PATH, drop_in)
+        drop_doc = parse(drop_in_text, drop_in) if drop_in_text is not None else None
+        before_drop = _effective(drop_doc)
+        new_drop_in = _edit_drop_in(doc, version, params, tracker, drop_in, drop_in_text)
+    elif state == "present":
+        apply_present(doc, version, params, tracker)
+    else:
+        apply_absent(doc, version, params, tracker)
+    new_text = doc.as_string()
+    after_drop = _effective(parse(new_drop_in, drop_in)) if new_drop_in is not None else None
+    restart = _effective(doc) != before_root or (drop_in is not None and after_drop != before_drop)
+    return {
+        "text": new_text,
+        "drop_in_text": new_drop_in,
+        "version": version,
+        "version_source": source,
+        "changes": tracker.reasons(),
+        "restart_required": bool(restart) and (new_text != (text or "") or new_drop_in != drop_in_text),
+    }
+
+
+def _edit_drop_in(doc, version, params, tracker, drop_in, drop_in_text):
+    """Drop-in mode: the root only gets ``imports``; the runtimes go to the drop-in file."""
+    imports = doc.get("imports")
+    if imports is not None and not isinstance(plain(imports), list):
+        raise cc.ConfigError("imports is not a list")
+    current = [str(x) for x in plain(imports)] if imports is not None else []
+    if params.get("state", "present") == "absent":
+        if drop_in in current:
+            doc["imports"].remove(drop_in)
+            tracker.add("imports", current, [x for x in current if x != drop_in], reason="%s removed" % drop_in)
+            if not doc["imports"] and cc.ADDED_MARKER in comment_of(doc, "imports"):
+                del doc["imports"]
+        _drop_added_version(doc)
+        if drop_in_text is not None:
+            tracker.add("drop_in %s" % drop_in, "present", None, reason="present (removed)")
+        return None
+    if not cc.import_covered(current, drop_in):
+        if imports is None:
+            set_value(doc, "imports", [drop_in], cc.ADDED_MARKER)
+        else:
+            doc["imports"].append(drop_in)
+        tracker.add("imports", current, current + [drop_in], reason="%s missing (added)" % drop_in)
+    new = tomlkit.document()
+    set_value(new, "version", version)
+    new.add(tomlkit.nl())
+    root_cri = get_table(doc, cc.cri_table(version), create=False, what="the CRI plugin table")
+    root_containerd = get_table(root_cri, ("containerd",), create=False) if root_cri is not None else None
+    root_runtimes = get_table(root_containerd, ("runtimes",), create=False, what="containerd runtimes") \
+        if root_containerd is not None else None
+    default_name = plain(root_containerd.get("default_runtime_name")) if root_containerd is not None else None
+    if cc.drop_in_carries_cri_table(version) and root_cri is not None:
+        parent = get_table(new, cc.cri_table(version)[:-1], create=True)
+        parent[cc.cri_table(version)[-1]] = copy.deepcopy(root_cri)
+    sub = DifferenceTracker()
+    runtimes_src = root_runtimes if root_runtimes is not None else tomlkit.table()
+    if cc.drop_in_carries_cri_table(version) and root_runtimes is None:
+        # The copied table replaces containerd's built-in runtimes: keep runc.
+        runtimes_src = tomlkit.table()
+        runc = tomlkit.table()
+        set_value(runc, "runtime_type", cc.DEFAULT_RUNTIME_TYPE)
+        runtimes_src["runc"] = runc
+        get_table(new, cc.runtimes_table(version), create=True)["runc"] = copy.deepcopy(runc)
+    apply_present(new, version, params, sub, source=(runtimes_src, default_name))
+    new_text = new.as_string()
+    if new_text != drop_in_text:
+        tracker.add("drop_in %s" % drop_in, drop_in_text, new_text,
+                    reason="missing (written)" if drop_in_text is None else "differs (rewritten): " + "; ".join(sub.reasons() or ["content"]))
+    return new_text
