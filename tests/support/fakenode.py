@@ -101,6 +101,39 @@ COS_MOUNTINFO = """\
 29 28 8:1 /home/kubernetes/bin /home/kubernetes/bin rw,nosuid,nodev,relatime shared:25 - ext4 /dev/sda1 rw,commit=30
 30 27 8:1 /var/lib/google /var/lib/google rw,nosuid,nodev,relatime shared:19 - ext4 /dev/sda1 rw,commit=30
 """
+# containerd's config as GKE writes it on COS nodes (version 2, comments, runc with SystemdCgroup).
+GKE_CONTAINERD_CONFIG = """\
+version = 2
+required_plugins = ["io.containerd.grpc.v1.cri"]
+# Kubernetes doesn't use containerd restart manager.
+disabled_plugins = ["io.containerd.internal.v1.restart"]
+oom_score = -999
+
+[debug]
+  level = "info"
+
+[grpc]
+  gid = 412
+
+[plugins."io.containerd.grpc.v1.cri"]
+  stream_server_address = "127.0.0.1"
+  max_container_log_line_size = 262144
+  sandbox_image = "gke.gcr.io/pause:3.8"
+[plugins."io.containerd.grpc.v1.cri".cni]
+  # CNI binaries live beside the kubelet on COS.
+  bin_dir = "/home/kubernetes/bin"
+  conf_dir = "/etc/cni/net.d"
+  conf_template = ""
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  default_runtime_name = "runc"
+  discard_unpacked_layers = true
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+  SystemdCgroup = true
+[plugins."io.containerd.grpc.v1.cri".registry]
+  config_path = "/etc/containerd/hosts.d"
+"""
 DEBIAN_MOUNTINFO = """\
 22 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw
 23 22 0:5 / /dev rw,nosuid,relatime shared:2 - devtmpfs udev rw,mode=755
@@ -247,6 +280,8 @@ def build_node(root, layout="cos", driver_version=DEFAULT_DRIVER_VERSION, gpus=2
     # The host itself.
     _write(at("/etc/os-release"), spec["os_release"])
     _write(at("/proc/self/mountinfo"), COS_MOUNTINFO if layout == "cos" else DEBIAN_MOUNTINFO)
+    if layout == "cos":
+        _write(at("/etc/containerd/config.toml"), GKE_CONTAINERD_CONFIG)
     for tool in ("/sbin/ldconfig",) + (("/sbin/ldconfig.real",) if layout != "cos" else ()):
         _write(at(tool), "#!/bin/sh\nexit 0\n", 0o755)
     if layout == "cos":
