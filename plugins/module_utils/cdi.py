@@ -382,8 +382,6 @@ def build_spec(facts, mode="management", device_name_strategy=("index", "uuid"),
         if not strategies:
             raise CdiError("device_name_strategy must name at least one of %s" % ", ".join(NAME_STRATEGIES))
         device_list, common_nodes = gpu_mode_devices(facts, nodes, strategies, devices, all_device)
-        if not device_list:
-            raise CdiError("no devices to write: select GPUs with devices or keep the all device")
     spec = {
         "cdiVersion": "",
         "kind": spec_kind,

@@ -15,7 +15,7 @@ import re
 
 # Plain scalars we allow: a conservative character set; a leading '-' only as in options
 # (``--link``), never '---' or '...'; no ': ' or ' #'.
-_PLAIN_RE = re.compile(r"^(?:[A-Za-z0-9_/]|-{1,2}[A-Za-z0-9]|\.[A-Za-z0-9_/])[A-Za-z0-9_/.:=,+@-]*$")
+_PLAIN_RE = re.compile(r"(?:[A-Za-z0-9_/]|-{1,2}[A-Za-z0-9]|\.[A-Za-z0-9_/])[A-Za-z0-9_/.:=,+@-]*")
 # Anything a YAML 1.1 or 1.2 resolver could take for a non-string.
 _SPECIAL_RE = re.compile(
     r"""^(?:
@@ -50,10 +50,8 @@ def quote(text):
             out.append(char)
         elif code <= 0xFF:
             out.append("\\x%02x" % code)
-        elif code <= 0xFFFF:
+        else:  # the rest of the BMP: everything above it is printable
             out.append("\\u%04x" % code)
-        else:
-            out.append("\\U%08x" % code)
     out.append('"')
     return "".join(out)
 
@@ -69,7 +67,7 @@ def scalar(value):
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
-        if _PLAIN_RE.match(value) and not _SPECIAL_RE.match(value) and not value.endswith(":"):
+        if _PLAIN_RE.fullmatch(value) and not _SPECIAL_RE.fullmatch(value) and not value.endswith(":"):
             return value
         return quote(value)
     raise TypeError("cannot emit %s as YAML: %r" % (type(value).__name__, value))
