@@ -262,7 +262,7 @@ def read_existing(module, on_node):
     try:
         with open(on_node, "rb") as handle:
             return handle.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
         module.fail_json(msg="cannot read %s: %s" % (on_node, to_native(exc)))

@@ -1,0 +1,212 @@
+"""cdi_spec in-process on fake nodes (cos, ubuntu, driver-container)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import yaml
+from module_runner import run_module
+
+from ansible_collections.gpu_node.container_toolkit.plugins.modules import cdi_spec
+
+COS_HOOK = "/home/kubernetes/bin/nvidia/toolkit/nvidia-cdi-hook"
+MANAGEMENT_PATH = "/var/run/cdi/management.nvidia.com-gpu.yaml"
+
+
+def run(node, monkeypatch, check_mode=False, diff=False, **args):
+    args.setdefault("host_root", str(node.root))
+    return run_module(cdi_spec.main, args, check_mode=check_mode, diff=diff, monkeypatch=monkeypatch)
+
+
+def written(node, path=MANAGEMENT_PATH):
+    return node.node_path(path).read_text()
+
+
+def expected_container_path(node, host_path):
+    if node.driver_root == "/":
+        return host_path
+    return host_path[len(node.driver_root):]
+
+
+@pytest.mark.parametrize("layout", ["cos", "ubuntu", "driver-container"])
+def test_management_spec_has_everything(fake_node_factory, monkeypatch, layout):
+    node = fake_node_factory(layout)
+    result, failed = run(node, monkeypatch, hook_path=COS_HOOK)
+    assert not failed, result
+    assert result["changed"] is True
+    assert result["path"] == MANAGEMENT_PATH and result["kind"] == "management.nvidia.com/gpu"
+    text = written(node)
+    assert str(node.root) not in text and str(node.root) not in json.dumps(result)
+    spec = yaml.safe_load(text)
+    assert spec == result["spec"]
+    assert oct(node.node_path(MANAGEMENT_PATH).stat().st_mode & 0o7777) == "0o644"
+    nodes = {(n["path"], n["major"], n["minor"]) for n in spec["devices"][0]["containerEdits"]["deviceNodes"]}
+    assert nodes == {(d["path"], d["major"], d["minor"]) for d in node.device_nodes}
+    mounts = {m["hostPath"]: m["containerPath"] for m in spec["containerEdits"]["mounts"]}
+    for host_path in [lib["path"] for lib in node.libraries] + node.binaries:
+        assert mounts[host_path] == expected_container_path(node, host_path)
+    for host_path in node.firmware:
+        assert mounts[host_path].startswith("/lib/firmware/nvidia/%s/" % node.driver_version)
+    hooks = spec["containerEdits"]["hooks"]
+    assert [h["args"][1] for h in hooks] == ["create-symlinks", "enable-cuda-compat", "update-ldcache"]
+    assert {h["path"] for h in hooks} == {COS_HOOK}
+    dev_root = "/" if layout != "driver-container" else node.driver_root
+    for edit in spec["devices"][0]["containerEdits"]["deviceNodes"]:
+        assert edit.get("hostPath", edit["path"]) == os.path.join(dev_root, edit["path"].lstrip("/"))
+    assert spec["cdiVersion"] == ("0.5.0" if layout == "driver-container" else "0.3.0")
+    assert result["driver_version"] == node.driver_version
+    assert "warnings" not in result
+
+
+def test_cos_config_files_and_sockets(cos_node, ubuntu_node, monkeypatch):
+    result, _ = run(cos_node, monkeypatch)
+    mounts = {m["hostPath"]: m for m in result["spec"]["containerEdits"]["mounts"]}
+    assert mounts["/home/kubernetes/bin/nvidia/vulkan/icd.d/nvidia_icd.json"]["containerPath"] == \
+        "/etc/vulkan/icd.d/nvidia_icd.json"
+    result, _ = run(ubuntu_node, monkeypatch)
+    mounts = {m["hostPath"]: m for m in result["spec"]["containerEdits"]["mounts"]}
+    assert "/usr/share/glvnd/egl_vendor.d/10_nvidia.json" in mounts
+
+
+def test_gpu_mode_devices(cos_node, monkeypatch):
+    result, failed = run(cos_node, monkeypatch, mode="gpu")
+    assert not failed, result
+    assert result["path"] == "/etc/cdi/nvidia.yaml"
+    uuids = [g["uuid"] for g in cos_node.gpus]
+    assert result["devices"] == ["nvidia.com/gpu=" + n for n in ["0", uuids[0], "1", uuids[1], "all"]]
+    spec = yaml.safe_load(written(cos_node, "/etc/cdi/nvidia.yaml"))
+    assert spec["cdiVersion"] == "0.5.0"
+    by_name = {d["name"]: d["containerEdits"]["deviceNodes"] for d in spec["devices"]}
+    assert [(n["path"], n["minor"]) for n in by_name["1"]] == [("/dev/nvidia1", 1)]
+    assert [n["path"] for n in spec["containerEdits"]["deviceNodes"]] == [
+        "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"]
+
+
+def test_gpu_mode_mig(fake_node_factory, monkeypatch):
+    node = fake_node_factory("cos", mig=True)
+    result, failed = run(node, monkeypatch, mode="gpu", device_name_strategy=["index"])
+    assert not failed, result
+    names = [d.split("=")[1] for d in result["devices"]]
+    assert names == ["0", "0:0", "0:1", "1", "1:0", "1:1", "all"]
+    management, _ = run(node, monkeypatch)
+    paths = [n["path"] for n in management["spec"]["devices"][0]["containerEdits"]["deviceNodes"]]
+    assert "/dev/nvidia-caps/nvidia-cap1" in paths and "/dev/nvidia-caps/nvidia-cap10" in paths
+
+
+def test_idempotent_bytes_and_mtime_untouched(cos_node, monkeypatch):
+    first, _ = run(cos_node, monkeypatch, mode="gpu")
+    target = cos_node.node_path("/etc/cdi/nvidia.yaml")
+    os.utime(target, (1_000_000_000, 1_000_000_000))
+    before = target.read_bytes()
+    inode = target.stat().st_ino
+    second, failed = run(cos_node, monkeypatch, mode="gpu")
+    assert not failed and first["changed"] is True and second["changed"] is False
+    assert target.read_bytes() == before
+    assert target.stat().st_mtime == 1_000_000_000 and target.stat().st_ino == inode
+    assert second["previous_driver_version"] == cos_node.driver_version
+
+
+def test_check_mode_and_diff(cos_node, monkeypatch):
+    result, failed = run(cos_node, monkeypatch, check_mode=True, diff=True)
+    assert not failed and result["changed"] is True
+    assert not cos_node.node_path(MANAGEMENT_PATH).exists()
+    assert result["diff"]["before"] == "" and "kind: management.nvidia.com/gpu" in result["diff"]["after"]
+    run(cos_node, monkeypatch)
+    result, _ = run(cos_node, monkeypatch, check_mode=True, diff=True)
+    assert result["changed"] is False and "diff" not in result
+
+
+def test_driver_upgrade_rewrites(fake_node_factory, monkeypatch):
+    old = fake_node_factory("cos", driver_version="535.104.12")
+    new = fake_node_factory("cos", driver_version="550.54.15")
+    result, _ = run(old, monkeypatch)
+    target = new.node_path(MANAGEMENT_PATH)
+    target.parent.mkdir(parents=True)
+    target.write_text(written(old))
+    result, failed = run(new, monkeypatch, diff=True)
+    assert not failed and result["changed"] is True
+    assert result["previous_driver_version"] == "535.104.12" and result["driver_version"] == "550.54.15"
+    text = target.read_text()
+    assert "535.104.12" not in text and "libcuda.so.550.54.15" in text
+    assert "# driver_version: 550.54.15" in text
+    assert "535.104.12" in result["diff"]["before"]
+
+
+def test_json_format_and_mode_fix(cos_node, monkeypatch):
+    result, failed = run(cos_node, monkeypatch, path="/etc/cdi/nvidia.json", mode="gpu")
+    assert not failed and result["format"] == "json"
+    target = cos_node.node_path("/etc/cdi/nvidia.json")
+    assert json.loads(target.read_text()) == result["spec"]
+    target.chmod(0o600)
+    result, _ = run(cos_node, monkeypatch, path="/etc/cdi/nvidia.json", mode="gpu", check_mode=True)
+    assert result["changed"] is True and target.stat().st_mode & 0o777 == 0o600
+    result, _ = run(cos_node, monkeypatch, path="/etc/cdi/nvidia.json", mode="gpu")
+    assert result["changed"] is True and target.stat().st_mode & 0o777 == 0o644
+    result, _ = run(cos_node, monkeypatch, path="/etc/cdi/nvidia.json", mode="gpu", format="yaml")
+    assert result["changed"] is True and target.read_text().startswith("# Generated")
+
+
+def test_state_absent(cos_node, monkeypatch):
+    run(cos_node, monkeypatch)
+    result, _ = run(cos_node, monkeypatch, state="absent", check_mode=True, diff=True)
+    assert result["changed"] is True and cos_node.node_path(MANAGEMENT_PATH).exists()
+    assert result["diff"]["after"] == ""
+    result, _ = run(cos_node, monkeypatch, state="absent")
+    assert result["changed"] is True and not cos_node.node_path(MANAGEMENT_PATH).exists()
+    result, _ = run(cos_node, monkeypatch, state="absent")
+    assert result["changed"] is False
+
+
+def test_absent_needs_no_driver(tmp_path, monkeypatch):
+    result, failed = run_module(cdi_spec.main, {"host_root": str(tmp_path), "state": "absent"}, monkeypatch=monkeypatch)
+    assert not failed and result["changed"] is False
+
+
+def test_warns_outside_spec_dirs(cos_node, monkeypatch):
+    result, failed = run(cos_node, monkeypatch, path="/tmp/specs/nvidia.yaml")
+    assert not failed
+    assert any("/tmp/specs/nvidia.yaml is outside /etc/cdi, /var/run/cdi, /run/cdi" in w for w in result["warnings"])
+    assert cos_node.node_path("/tmp/specs/nvidia.yaml").exists()
+
+
+def test_cos_devices_not_under_driver_root(cos_node, monkeypatch):
+    result, failed = run(cos_node, monkeypatch, dev_root="/home/kubernetes/bin/nvidia")
+    assert failed
+    assert "dev_root /home/kubernetes/bin/nvidia" in result["msg"] and "set dev_root: /" in result["msg"]
+
+
+def test_cos_libcuda_not_under_root(cos_node, monkeypatch):
+    result, failed = run(cos_node, monkeypatch, driver_root="/")
+    assert failed
+    assert "/lib64/libcuda.so.*" in result["msg"] and "/usr/lib/x86_64-linux-gnu/libcuda.so.*" in result["msg"]
+    assert "/etc/ld.so.cache" in result["msg"] and "Set driver_root" in result["msg"]
+
+
+def test_no_libcuda_anywhere(fake_node_factory, monkeypatch):
+    node = fake_node_factory("cos", missing=("libcuda",))
+    result, failed = run(node, monkeypatch)
+    assert failed
+    assert "/home/kubernetes/bin/nvidia/lib64/libcuda.so.*" in result["msg"]
+
+
+def test_unknown_gpu(cos_node, monkeypatch):
+    result, failed = run(cos_node, monkeypatch, mode="gpu", devices=["2"])
+    assert failed and "unknown GPU in devices: 2" in result["msg"]
+    result, failed = run(cos_node, monkeypatch, mode="gpu", devices=[cos_node.gpus[1]["uuid"]])
+    assert not failed and result["devices"][0] == "nvidia.com/gpu=1"
+
+
+def test_discovery_warnings_are_task_warnings(fake_node_factory, monkeypatch):
+    node = fake_node_factory("cos", broken=("library",))
+    result, failed = run(node, monkeypatch)
+    assert not failed and any("libnvidia-broken" in w for w in result["warnings"])
+
+
+def test_unwritable_directory_fails_cleanly(cos_node, monkeypatch):
+    blocker = cos_node.node_path("/etc/cdi")
+    blocker.parent.mkdir(parents=True, exist_ok=True)
+    blocker.write_text("a file, not a directory\n")
+    result, failed = run(cos_node, monkeypatch, mode="gpu")
+    assert failed and "cannot write in" in result["msg"]
