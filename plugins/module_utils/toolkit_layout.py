@@ -1,0 +1,286 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpu_node.container_toolkit
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the installed toolkit looks like. Pure functions, no I/O.
+
+An install directory holds, like the upstream installer leaves it:
+
+- ``<name>.real`` plus a ``/bin/sh`` wrapper ``<name>`` for the runtime (and its ``.cdi`` and
+  ``.legacy`` variants), the hook, ``nvidia-ctk`` and ``nvidia-container-cli``;
+- ``nvidia-cdi-hook`` as it comes;
+- ``nvidia-container-toolkit`` -> ``nvidia-container-runtime-hook``;
+- ``libnvidia-container.so.<version>`` and ``libnvidia-container-go.so.<version>`` with their
+  ``.so.1`` links;
+- a manifest of all of the above, so that removal takes exactly what was installed.
+
+A *source tree* is a mapping of relative paths to ``{"type": "file"|"link"|"dir", "target": ...}``
+(the shape of the unpacked packages: ``usr/bin/...``, ``usr/lib/x86_64-linux-gnu/...``).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+
+# name -> wrapper kind
+WRAPPED = (
+    ("nvidia-container-runtime", "runtime"),
+    ("nvidia-container-runtime.cdi", "runtime"),
+    ("nvidia-container-runtime.legacy", "runtime"),
+    ("nvidia-container-runtime-hook", "hook"),
+    ("nvidia-ctk", "ctk"),
+    ("nvidia-container-cli", "cli"),
+)
+PLAIN = ("nvidia-cdi-hook",)
+LIBRARIES = ("libnvidia-container", "libnvidia-container-go")
+LIBRARY_SONAME_SUFFIX = ".so.1"
+TOOLKIT_LINK = ("nvidia-container-toolkit", "nvidia-container-runtime-hook")
+
+BIN_DIRS = ("usr/bin", "bin", "usr/sbin", "sbin", "usr/local/bin", "")
+LIB_DIRS = (
+    "usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "lib64",
+    "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu", "usr/lib", "lib", "usr/local/lib", "",
+)
+MANIFEST_NAME = ".toolkit-manifest.json"
+STAGING_PREFIX = ".toolkit-staging-"
+MANIFEST_FORMAT = 1
+EXEC_MODE = 0o755
+LIBRARY_MODE = 0o644
+MAX_LINK_HOPS = 40
+DEFAULT_CONFIG_RELPATH = ".config/nvidia-container-runtime/config.toml"
+WRITER = "gpu_node.container_toolkit.toolkit_install"
+
+_VERSIONED_LIB = re.compile(r"^(libnvidia-container(?:-go)?)\.so\.(\d+(?:\.\d+)+)$")
+
+
+class LayoutError(Exception):
+    """The source tree cannot be turned into an install (a link loops, nothing usable)."""
+
+
+def quote(text):
+    """Single-quote ``text`` for ``/bin/sh``, always (every path in a wrapper is quoted)."""
+    return "'" + str(text).replace("'", "'\\''") + "'"
+
+
+def default_config_path(install_dir):
+    return posixpath.join(install_dir, DEFAULT_CONFIG_RELPATH)
+
+
+def resolve(tree, relpath):
+    """Follow links inside ``tree`` from ``relpath``; the relative path of a file, or None.
+
+    Absolute link targets are taken relative to the tree's root; a target leaving the tree
+    resolves to None (the archive checks refuse such links before this is reached).
+    """
+    path = relpath
+    for _hop in range(MAX_LINK_HOPS):
+        entry = tree.get(path)
+        if entry is None:
+            return None
+        if entry["type"] == "file":
+            return path
+        if entry["type"] != "link":
+            return None
+        target = entry["target"]
+        joined = target.lstrip("/") if target.startswith("/") else posixpath.join(posixpath.dirname(path), target)
+        path = posixpath.normpath(joined) if joined else "."
+        if path == ".." or path.startswith("../"):
+            return None
+    raise LayoutError("too many levels of symbolic links from %s" % relpath)
+
+
+def _version_key(version):
+    return tuple(int(part) for part in version.split("."))
+
+
+def select_sources(tree):
+    """Pick the toolkit's files from a source tree.
+
+    Returns ``(sources, missing)``: ``sources`` maps an install name (``nvidia-ctk``,
+    ``libnvidia-container.so.1.14.3``) to the tree path of a regular file; ``missing`` lists
+    expected names that the tree lacks.
+    """
+    sources = {}
+    missing = []
+    for name in [n for n, _kind in WRAPPED] + list(PLAIN):
+        for directory in BIN_DIRS:
+            found = resolve(tree, posixpath.join(directory, name) if directory else name)
+            if found:
+                sources[name] = found
+                break
+        else:
+            missing.append(name)
+    for library in LIBRARIES:
+        best = None
+        for directory in LIB_DIRS:
+            for path in sorted(tree):
+                if posixpath.dirname(path) != directory:
+                    continue
+                match = _VERSIONED_LIB.match(posixpath.basename(path))
+                if not match or match.group(1) != library:
+                    continue
+                real = resolve(tree, path)
+                if real and (best is None or _version_key(match.group(2)) > _version_key(best[0])):
+                    best = (match.group(2), real)
+            if best:
+                break
+        if best:
+            sources["%s.so.%s" % (library, best[0])] = best[1]
+        else:
+            missing.append(library + ".so.*")
+    return sources, missing
+
+
+def render_wrapper(kind, install_dir, real_path, fallback_runtime="runc", config_path=None):
+    """The ``/bin/sh`` wrapper that runs ``real_path`` with the toolkit's environment."""
+    config_path = config_path or default_config_path(install_dir)
+    lines = [
+        "#!/bin/sh",
+        "# Written by %s; changes are overwritten." % WRITER,
+    ]
+    if kind == "runtime":
+        lines += [
+            "if ! grep -q '^nvidia ' /proc/modules 2>/dev/null; then",
+            "\techo \"nvidia driver modules are not loaded, invoking %s directly\" >&2"
+            % fallback_runtime.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`"),
+            "\texec %s \"$@\"" % quote(fallback_runtime),
+            "fi",
+        ]
+    exported = ["PATH"]
+    lines.append("PATH=%s${PATH:+\":${PATH}\"}" % quote(install_dir))
+    if kind in ("runtime", "hook"):
+        lines.append("NVIDIA_CTK_CONFIG_FILE_PATH=%s" % quote(config_path))
+        exported.append("NVIDIA_CTK_CONFIG_FILE_PATH")
+    if kind == "cli":
+        lines.append("LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+\":${LD_LIBRARY_PATH}\"}" % quote(install_dir))
+        exported.append("LD_LIBRARY_PATH")
+    lines.append("export %s" % " ".join(exported))
+    lines.append("exec %s \"$@\"" % quote(real_path))
+    return "\n".join(lines) + "\n"
+
+
+def desired_entries(sources, install_dir, fallback_runtime="runc", config_path=None):
+    """What ``install_dir`` should hold, by name.
+
+    Values: ``{"type": "file", "source": tree path, "mode"}`` (content from the source tree),
+    ``{"type": "file", "content": bytes, "mode"}`` (a wrapper) or ``{"type": "link", "target"}``.
+    """
+    entries = {}
+    kinds = dict(WRAPPED)
+    for name, source in sources.items():
+        if name in kinds:
+            real = name + ".real"
+            entries[real] = {"type": "file", "source": source, "mode": EXEC_MODE}
+            text = render_wrapper(kinds[name], install_dir, posixpath.join(install_dir, real),
+                                  fallback_runtime, config_path)
+            entries[name] = {"type": "file", "content": text.encode("utf-8"), "mode": EXEC_MODE}
+        elif name in PLAIN:
+            entries[name] = {"type": "file", "source": source, "mode": EXEC_MODE}
+        else:
+            entries[name] = {"type": "file", "source": source, "mode": LIBRARY_MODE}
+            library = _VERSIONED_LIB.match(name).group(1)
+            entries[library + LIBRARY_SONAME_SUFFIX] = {"type": "link", "target": name}
+    if TOOLKIT_LINK[1] in sources:
+        entries[TOOLKIT_LINK[0]] = {"type": "link", "target": TOOLKIT_LINK[1]}
+    return entries
+
+
+def _same(want, have, owner):
+    if have is None or have["type"] != want["type"]:
+        return False
+    if want["type"] == "link":
+        return have["target"] == want["target"] and (owner is None or have.get("uid") == owner[0])
+    return have["sha256"] == want["sha256"]
+
+
+def plan(desired, current, previous_names, owner=None):
+    """Compare the wanted entries with what ``install_dir`` holds.
+
+    ``desired``: name -> ``{"type": "file", "sha256", "mode"}`` or ``{"type": "link", "target"}``.
+    ``current``: name -> ``None`` or ``{"type": "file"|"link"|"dir"|"other", "sha256", "mode",
+    "uid", "gid", "target"}`` for every desired or previously installed name.
+    ``previous_names``: names in the old manifest. ``owner``: ``(uid, gid)`` files must have, or None.
+
+    Returns ``{"add", "update", "metadata", "remove", "unchanged", "conflicts"}``, lists of names.
+    ``metadata`` files have the right bytes but the wrong mode or owner.
+    """
+    result = {key: [] for key in ("add", "update", "metadata", "remove", "unchanged", "conflicts")}
+    for name in sorted(desired):
+        want = desired[name]
+        have = current.get(name)
+        if have is None:
+            result["add"].append(name)
+        elif have["type"] in ("dir", "other"):
+            result["conflicts"].append(name)
+        elif not _same(want, have, owner):
+            result["update"].append(name)
+        elif want["type"] == "file" and (have["mode"] != want["mode"] or (
+                owner is not None and (have.get("uid"), have.get("gid")) != tuple(owner))):
+            result["metadata"].append(name)
+        else:
+            result["unchanged"].append(name)
+    for name in sorted(set(previous_names) - set(desired)):
+        have = current.get(name)
+        if have is not None and have["type"] in ("file", "link"):
+            result["remove"].append(name)
+    return result
+
+
+def describe(entry):
+    """One line for the diff: ``file 0755 sha256:0123456789ab`` or ``link -> target``."""
+    if entry is None:
+        return "absent"
+    if entry["type"] == "link":
+        return "link -> %s" % entry["target"]
+    if entry["type"] == "file":
+        return "file %04o sha256:%s" % (entry["mode"], entry["sha256"][:12])
+    return entry["type"]
+
+
+def summary(entries):
+    """Text listing of ``entries`` (name -> entry), one line each, for ``--diff``."""
+    return "".join("%s: %s\n" % (name, describe(entries[name])) for name in sorted(entries) if entries[name])
+
+
+def render_manifest(install_dir, entries, created_dirs=()):
+    """The manifest's text: every installed entry, and the directories the install created."""
+    files = {}
+    for name in sorted(entries):
+        entry = entries[name]
+        if entry["type"] == "link":
+            files[name] = {"type": "link", "target": entry["target"]}
+        else:
+            files[name] = {"type": "file", "sha256": entry["sha256"], "mode": "%04o" % entry["mode"]}
+    document = {
+        "format": MANIFEST_FORMAT,
+        "written_by": WRITER,
+        "install_dir": install_dir,
+        "created_dirs": sorted(set(created_dirs), key=lambda d: (d.count("/"), d)),
+        "files": files,
+    }
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def parse_manifest(text):
+    """``{"files": {name: entry}, "created_dirs": [...]}`` from a manifest's text.
+
+    Raises ValueError on anything that is not a manifest this module wrote; names that are
+    not plain file names (``a/b``, ``..``) are refused so removal cannot leave ``install_dir``.
+    """
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise ValueError("not JSON: %s" % exc) from None
+    if not isinstance(document, dict) or document.get("format") != MANIFEST_FORMAT:
+        raise ValueError("not a format %d toolkit manifest" % MANIFEST_FORMAT)
+    files = document.get("files")
+    if not isinstance(files, dict):
+        raise ValueError("no 'files' table")
+    for name in files:
+        if not name or "/" in name or name in (".", "..") or "\0" in name:
+            raise ValueError("bad file name %r" % name)
+    dirs = document.get("created_dirs") or []
+    if not isinstance(dirs, list) or not all(isinstance(d, str) and d.startswith("/") for d in dirs):
+        raise ValueError("bad 'created_dirs'")
+    return {"files": files, "created_dirs": dirs}

@@ -1,0 +1,210 @@
+"""Build NVIDIA Container Toolkit artifacts for tests: trees, .deb, .rpm and tarballs.
+
+The binaries are stand-in ``/bin/sh`` scripts that append how they were called (their name,
+arguments and the environment the wrappers set) to the file named by ``$TOOLKIT_RECORD``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import textwrap
+from pathlib import Path
+
+VERSION = "1.14.3"
+LIB_DIR_DEB = "usr/lib/x86_64-linux-gnu"
+LIB_DIR_RPM = "usr/lib64"
+BINARIES = (
+    "nvidia-container-runtime",
+    "nvidia-container-runtime.cdi",
+    "nvidia-container-runtime.legacy",
+    "nvidia-container-runtime-hook",
+    "nvidia-ctk",
+    "nvidia-container-cli",
+    "nvidia-cdi-hook",
+)
+LIBRARIES = ("libnvidia-container", "libnvidia-container-go")
+RECORDED_ENV = ("NVIDIA_CTK_CONFIG_FILE_PATH", "LD_LIBRARY_PATH", "PATH")
+# Which upstream package ships what.
+PACKAGES = {
+    "nvidia-container-toolkit-base": ["usr/bin/nvidia-container-runtime", "usr/bin/nvidia-container-runtime.cdi",
+                                      "usr/bin/nvidia-container-runtime.legacy", "usr/bin/nvidia-ctk",
+                                      "usr/bin/nvidia-cdi-hook"],
+    "nvidia-container-toolkit": ["usr/bin/nvidia-container-runtime-hook"],
+    "libnvidia-container-tools": ["usr/bin/nvidia-container-cli"],
+    "libnvidia-container1": ["LIB/libnvidia-container.so.V", "LIB/libnvidia-container.so.1",
+                             "LIB/libnvidia-container-go.so.V", "LIB/libnvidia-container-go.so.1"],
+}
+
+
+def stand_in(name, version=VERSION):
+    """A stand-in executable that records its name, version, arguments and environment."""
+    env_lines = "".join(
+        "  printf '%s=%%s\\n' \"${%s-<unset>}\"\n" % (var, var) for var in RECORDED_ENV
+    )
+    return (
+        "#!/bin/sh\n"
+        "{\n"
+        "  printf 'name=%%s\\n' %s\n"
+        "  printf 'version=%%s\\n' %s\n"
+        "  for arg in \"$@\"; do printf 'arg=%%s\\n' \"$arg\"; done\n"
+        "%s"
+        "  printf -- '--\\n'\n"
+        "} >> \"${TOOLKIT_RECORD:-/dev/null}\"\n" % (name, version, env_lines)
+    )
+
+
+def read_records(path):
+    """The calls recorded in ``path``: ``[{"name", "version", "args": [...], env...}]``."""
+    calls = []
+    current = {"args": []}
+    for line in Path(path).read_text().splitlines():
+        if line == "--":
+            calls.append(current)
+            current = {"args": []}
+            continue
+        key, _, value = line.partition("=")
+        if key == "arg":
+            current["args"].append(value)
+        else:
+            current[key] = value
+    return calls
+
+
+def build_tree(root, version=VERSION, lib_dir=LIB_DIR_DEB, flat=False, only=None):
+    """An unpacked-packages tree under ``root``; returns ``root``.
+
+    ``flat`` puts everything at the top. ``only`` limits the binaries to those names.
+    """
+    root = Path(root)
+    bin_dir = root if flat else root / "usr" / "bin"
+    libs = root if flat else root / lib_dir
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    libs.mkdir(parents=True, exist_ok=True)
+    for name in BINARIES:
+        if only is not None and name not in only:
+            continue
+        path = bin_dir / name
+        path.write_text(stand_in(name, version))
+        path.chmod(0o755)
+    for library in LIBRARIES:
+        real = libs / ("%s.so.%s" % (library, version))
+        real.write_bytes(b"\x7fELF stand-in " + library.encode() + b" " + version.encode() + b"\n")
+        real.chmod(0o644)
+        link = libs / (library + ".so.1")
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(real.name)
+    return root
+
+
+def build_debs(tree, outdir, version=VERSION):
+    """The four upstream packages as real ``.deb`` files (``dpkg-deb --build``)."""
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    debs = []
+    for package, paths in PACKAGES.items():
+        work = outdir / ("%s-root" % package)
+        if work.exists():
+            shutil.rmtree(work)
+        (work / "DEBIAN").mkdir(parents=True)
+        (work / "DEBIAN" / "control").write_text(textwrap.dedent("""\
+            Package: %s
+            Version: %s-1
+            Architecture: amd64
+            Maintainer: test <test@example.com>
+            Description: stand-in %s for tests
+            """ % (package, version, package)))
+        for rel in paths:
+            rel = rel.replace("LIB", LIB_DIR_DEB).replace(".so.V", ".so." + version)
+            src = Path(tree) / rel
+            dst = work / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_symlink():
+                dst.symlink_to(os.readlink(src))
+            else:
+                shutil.copy2(src, dst)
+        deb = outdir / ("%s_%s-1_amd64.deb" % (package, version))
+        subprocess.run(["dpkg-deb", "--root-owner-group", "-Zxz", "--build", str(work), str(deb)],
+                       check=True, capture_output=True)
+        debs.append(deb)
+    return debs
+
+
+def build_rpm(tree, outdir, version=VERSION):
+    """One ``.rpm`` holding the whole tree (``rpmbuild -bb``, offline); None when rpmbuild is absent."""
+    rpmbuild = shutil.which("rpmbuild")
+    if not rpmbuild:
+        return None
+    outdir = Path(outdir)
+    top = outdir / "rpmbuild"
+    for sub in ("SPECS", "BUILD", "RPMS", "BUILDROOT", "SOURCES", "SRPMS"):
+        (top / sub).mkdir(parents=True, exist_ok=True)
+    tree = Path(tree)
+    files = sorted("/" + str(p.relative_to(tree)) for p in tree.rglob("*") if p.is_file() or p.is_symlink())
+    spec = top / "SPECS" / "toolkit.spec"
+    spec.write_text(textwrap.dedent("""\
+        %%global debug_package %%{nil}
+        %%global __os_install_post %%{nil}
+        %%define _build_id_links none
+        Name: nvidia-container-toolkit-standin
+        Version: %s
+        Release: 1
+        Summary: stand-in toolkit for tests
+        License: GPL-3.0-or-later
+        BuildArch: noarch
+        AutoReqProv: no
+
+        %%description
+        Stand-in binaries that record how they were called.
+
+        %%install
+        mkdir -p %%{buildroot}
+        cp -a %s/. %%{buildroot}/
+
+        %%files
+        %s
+        """) % (version, tree, "\n".join(files)))
+    subprocess.run([rpmbuild, "-bb", "--define", "_topdir %s" % top, str(spec)], check=True, capture_output=True)
+    (rpm,) = list((top / "RPMS").rglob("*.rpm"))
+    return rpm
+
+
+def build_tarball(tree, path, compression="gz", extra=()):
+    """A tarball of ``tree``; ``extra`` adds hand-made members: ``(TarInfo, bytes or None)``."""
+    mode = "w:%s" % compression if compression else "w"
+    with tarfile.open(path, mode) as tar:
+        tar.add(str(tree), arcname=".")
+        for info, data in extra:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return Path(path)
+
+
+def evil_member(kind):
+    """``(TarInfo, data)`` of an unsafe member: ``dotdot``, ``absolute``, ``symlink_out``,
+    ``device``, ``setuid``."""
+    if kind == "dotdot":
+        info = tarfile.TarInfo("../escaped")
+    elif kind == "absolute":
+        info = tarfile.TarInfo("/tmp/escaped-absolute")
+    elif kind == "symlink_out":
+        info = tarfile.TarInfo("usr/bin/escape")
+        info.type = tarfile.SYMTYPE
+        info.linkname = "../../../../etc/passwd"
+        return info, None
+    elif kind == "device":
+        info = tarfile.TarInfo("usr/bin/nvidiactl")
+        info.type = tarfile.CHRTYPE
+        info.devmajor, info.devminor = 195, 255
+        return info, None
+    elif kind == "setuid":
+        info = tarfile.TarInfo("usr/bin/nvidia-setuid")
+        info.mode = 0o4755
+    else:
+        raise ValueError(kind)
+    data = b"#!/bin/sh\necho escaped\n"
+    info.size = len(data)
+    return info, data
