@@ -55,14 +55,14 @@ def _sibling_indent(table):
     return None
 
 
-def get_table(container, keys, create, what=None):
-    """Walk ``keys`` down from ``container``; create missing tables (as super tables) when asked.
+def get_table(container, keys, create, prefix=()):
+    """Walk ``keys`` down from ``container``; create missing tables when asked.
 
     Returns None when a table is missing and ``create`` is false. A key that holds something
-    other than a table is a ConfigError naming its dotted path.
+    other than a table is a ConfigError naming its dotted path (``prefix`` + the keys walked).
     """
     current = container
-    walked = []
+    walked = list(prefix)
     for key in keys:
         walked.append(key)
         if key not in current:
@@ -71,10 +71,8 @@ def get_table(container, keys, create, what=None):
             current[key] = tomlkit.table(is_super_table=True)
         item = current[key]
         if not isinstance(item, dict):
-            raise cc.ConfigError(
-                "%s is a %s, not a table%s" % (cc.dotted(walked), type(item.unwrap() if hasattr(item, "unwrap") else item).__name__,
-                                               " (%s)" % what if what else "")
-            )
+            raise cc.ConfigError("%s must be a table, but it is a %s (%s)"
+                                 % (cc.dotted(walked), type(plain(item)).__name__, toml_repr(plain(item))))
         current = item
     return current
 
@@ -190,8 +188,8 @@ def prune_empty_super_tables(doc, keys):
 
 # --- containerd edits ------------------------------------------------------------------------
 
-def _runtime_options(runtime, version):
-    return get_table(runtime, ("options",), create=True)
+def _runtime_options(runtime, version, name):
+    return get_table(runtime, ("options",), create=True, prefix=cc.runtimes_table(version) + (name,))
 
 
 def _new_runtime(template_table, header_indent):
@@ -211,7 +209,7 @@ def _ensure_runtime(runtimes, name, binary, runtime_type, version, template, tem
         runtimes[name] = table
         if template_table is not None:
             runtimes.item(name).trivia.indent = template_table.trivia.indent
-        options = _runtime_options(runtimes[name], version)
+        options = _runtime_options(runtimes[name], version, name)
         set_value(options, "BinaryName", binary)
         if version == 1:
             set_value(options, "Runtime", binary)
@@ -220,12 +218,12 @@ def _ensure_runtime(runtimes, name, binary, runtime_type, version, template, tem
         tracker.add(prefix, None, {"runtime_type": runtime_type, "BinaryName": binary},
                     reason="missing (added%s)" % (", copied from %s" % template if template else ""))
         return
-    runtime = get_table(runtimes, (name,), create=False, what="runtime %s" % name)
+    runtime = get_table(runtimes, (name,), create=False, prefix=cc.runtimes_table(version))
     current_type = plain(runtime.get("runtime_type"))
     if current_type != runtime_type:
         set_value(runtime, "runtime_type", runtime_type)
         tracker.add(prefix + " runtime_type", current_type, runtime_type, reason="%r -> %r" % (current_type, runtime_type))
-    options = _runtime_options(runtime, version)
+    options = _runtime_options(runtime, version, name)
     keys = ("BinaryName", "Runtime") if version == 1 else ("BinaryName",)
     for key in keys:
         current = plain(options.get(key))
@@ -240,9 +238,9 @@ def apply_present(doc, version, params, tracker, source=None):
     ``source``: (runtimes table, default runtime name) to copy templates from when ``doc`` is a
     drop-in that does not hold them itself.
     """
-    cri = get_table(doc, cc.cri_table(version), create=True, what="the CRI plugin table")
-    containerd = get_table(cri, ("containerd",), create=True)
-    runtimes = get_table(containerd, ("runtimes",), create=True, what="containerd runtimes")
+    cri = get_table(doc, cc.cri_table(version), create=True)
+    containerd = get_table(cri, ("containerd",), create=True, prefix=cc.cri_table(version))
+    runtimes = get_table(containerd, ("runtimes",), create=True, prefix=cc.containerd_table(version))
     names = [r["name"] for r in params["runtimes"]]
     if source is None:
         source_runtimes, default_name = runtimes, plain(containerd.get("default_runtime_name"))
@@ -279,14 +277,14 @@ def apply_present(doc, version, params, tracker, source=None):
 
 def apply_absent(doc, version, params, tracker):
     """Undo :func:`apply_present`: restore recorded values, remove the runtimes and what was added."""
-    cri = get_table(doc, cc.cri_table(version), create=False, what="the CRI plugin table")
+    cri = get_table(doc, cc.cri_table(version), create=False)
     if cri is None:
         return
-    containerd = get_table(cri, ("containerd",), create=False)
+    containerd = get_table(cri, ("containerd",), create=False, prefix=cc.cri_table(version))
     restore_recorded(containerd, "default_runtime_name", "default_runtime_name", tracker)
     restore_recorded(cri, "enable_cdi", "enable_cdi", tracker)
     restore_recorded(cri, "cdi_spec_dirs", "cdi_spec_dirs", tracker)
-    runtimes = get_table(containerd, ("runtimes",), create=False, what="containerd runtimes") if containerd is not None else None
+    runtimes = get_table(containerd, ("runtimes",), create=False, prefix=cc.containerd_table(version)) if containerd is not None else None
     if runtimes is not None:
         for entry in params["runtimes"]:
             if entry["name"] in runtimes:
@@ -346,6 +344,8 @@ def edit(text, params, containerd_output=None, drop_in_text=None, name="config.t
     else:
         apply_absent(doc, version, params, tracker)
     new_text = doc.as_string()
+    if not new_text.strip() and not (text or "").strip():
+        new_text = text or ""
     after_drop = _effective(parse(new_drop_in, drop_in)) if new_drop_in is not None else None
     restart = _effective(doc) != before_root or (drop_in is not None and after_drop != before_drop)
     return {
@@ -383,9 +383,9 @@ def _edit_drop_in(doc, version, params, tracker, drop_in, drop_in_text):
     new = tomlkit.document()
     set_value(new, "version", version)
     new.add(tomlkit.nl())
-    root_cri = get_table(doc, cc.cri_table(version), create=False, what="the CRI plugin table")
-    root_containerd = get_table(root_cri, ("containerd",), create=False) if root_cri is not None else None
-    root_runtimes = get_table(root_containerd, ("runtimes",), create=False, what="containerd runtimes") \
+    root_cri = get_table(doc, cc.cri_table(version), create=False)
+    root_containerd = get_table(root_cri, ("containerd",), create=False, prefix=cc.cri_table(version)) if root_cri is not None else None
+    root_runtimes = get_table(root_containerd, ("runtimes",), create=False, prefix=cc.containerd_table(version)) \
         if root_containerd is not None else None
     default_name = plain(root_containerd.get("default_runtime_name")) if root_containerd is not None else None
     if cc.drop_in_carries_cri_table(version) and root_cri is not None:

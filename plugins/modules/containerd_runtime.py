@@ -1,0 +1,245 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpu_node.container_toolkit
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+# The work is done by the action plugin of the same name (plugins/action/containerd_runtime.py).
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: containerd_runtime
+short_description: Register the NVIDIA runtimes in containerd's configuration, keeping the file intact
+version_added: 0.1.0
+description:
+  - Adds (or removes) the C(nvidia), C(nvidia-cdi) and C(nvidia-legacy) runtimes in a containerd
+    C(config.toml), editing the file itself, in place. Comments, order and spacing outside the
+    edited keys are kept, and the file is never rewritten from C(containerd config dump).
+  - The file is read from the node, edited on the controller with C(tomlkit), and written back
+    atomically only when its bytes change. Nothing needs to be installed on the node.
+  - The config version is read from the file (no C(version) key means 1). For a missing or
+    empty file, O(config_version=auto) asks the node's C(containerd --version) (1.x gives 2,
+    2.0 to 2.2 give 3, 2.3 and later give 4) and uses 2 when containerd is not found.
+  - Runtimes live under C(plugins."io.containerd.grpc.v1.cri".containerd.runtimes) (version 2),
+    C(plugins."io.containerd.cri.v1.runtime".containerd.runtimes) (versions 3 and 4) or
+    C(plugins.cri.containerd.runtimes) (version 1).
+  - A new runtime starts as a copy of the existing default runtime (when it is not one of
+    O(runtimes)), else of C(runc), else of C(crun), so C(SystemdCgroup) and other options are
+    inherited. It then gets O(runtime_type) and C(options.BinaryName) (version 1 also
+    C(options.Runtime)).
+  - A C(runtimes) table in the file replaces containerd's built-in one. When the default runtime
+    is C(runc) and the file has no entry for it, a minimal C(runc) entry is added (marked with a
+    comment) so containerd keeps its default runtime; no C(runc) entry is added in other cases.
+  - What O(state=absent) needs is kept in the file as inline comments. A value this module
+    replaced (C(default_runtime_name), C(enable_cdi), C(cdi_spec_dirs)) carries
+    C(# gpu_node.container_toolkit previous value: <old value>) (or C((unset))); a key or table
+    it created only to keep the config working carries
+    C(# added by gpu_node.container_toolkit.containerd_runtime). O(state=absent) restores the
+    recorded values and removes the runtimes and what was added, so a file that O(state=present)
+    changed gets its original bytes back.
+  - containerd does not reload its config; restart it when RV(restart_required) is true.
+author:
+  - GPU node maintainers (@gpu-node)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - gpu_node.container_toolkit.attributes
+  - gpu_node.container_toolkit.node
+attributes:
+  check_mode:
+    support: full
+    details: Nothing is written in check mode; the result says what would change.
+  diff_mode:
+    support: full
+    details: The diff shows the text of each file before and after.
+  safe_file_operations:
+    support: full
+  idempotent:
+    support: full
+  platform:
+    platforms: posix
+options:
+  path:
+    description:
+      - Host path of containerd's root config file.
+      - When it is a symlink, its target (resolved inside O(host_root)) is edited and the
+        result says so in RV(symlinks).
+    type: str
+    default: /etc/containerd/config.toml
+  install_dir:
+    description:
+      - Host directory of the installed toolkit; the default O(runtimes) point into it.
+    type: str
+    default: /usr/local/nvidia/toolkit
+  runtimes:
+    description:
+      - The runtimes to register, as a list of name and binary.
+      - Defaults to C(nvidia) (C(<install_dir>/nvidia-container-runtime)), C(nvidia-cdi)
+        (C(….cdi)) and C(nvidia-legacy) (C(….legacy)).
+      - The first entry is the one O(set_as_default) makes the default.
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: The runtime's name, the CRI runtime handler.
+        type: str
+        required: true
+      binary:
+        description: Host path of the runtime's executable, set as C(options.BinaryName).
+        type: str
+        required: true
+  runtime_type:
+    description: The containerd shim of each runtime.
+    type: str
+    default: io.containerd.runc.v2
+  set_as_default:
+    description:
+      - Make the first of O(runtimes) containerd's C(default_runtime_name).
+      - The previous value is recorded in the file and put back by O(state=absent), or by a
+        later run with O(set_as_default=false).
+    type: bool
+    default: false
+  enable_cdi:
+    description:
+      - Set the CRI plugin's C(enable_cdi). Left alone when not given.
+      - The previous value is recorded and put back by O(state=absent).
+    type: bool
+  cdi_spec_dirs:
+    description:
+      - Set the CRI plugin's C(cdi_spec_dirs). Left alone when not given.
+      - The previous value is recorded and put back by O(state=absent).
+    type: list
+    elements: str
+  config_version:
+    description:
+      - The config version. V(auto) reads it from the file, or for a missing or empty file
+        asks the node's containerd (else 2).
+      - A number that differs from the file's own version is an error; this module does not
+        migrate configs.
+    type: str
+    choices: [auto, '1', '2', '3', '4']
+    default: auto
+  drop_in:
+    description:
+      - Host path of a drop-in file. The runtimes go there, with the root config's own
+        version, and O(path) only gets the drop-in in its C(imports) (existing imports are
+        kept, no duplicates, nothing added when an import glob already covers it).
+      - containerd before 2.1 replaces, rather than merges, a plugin's table from C(imports):
+        a drop-in that held only C(runtimes.nvidia) would make C(runc), C(sandbox_image) and
+        the CNI C(bin_dir) vanish. So for config versions 1 to 3 the drop-in carries a copy of
+        the root's whole CRI plugin table plus the runtimes. The trade-off is that later
+        edits of that table in the root are shadowed by the drop-in until this module runs
+        again (each run re-copies it). For version 4 (containerd 2.3 and later, which
+        merges) the drop-in holds only the runtimes and the settings of this module.
+      - O(state=absent) removes the import and the drop-in file.
+    type: str
+  state:
+    description:
+      - V(present) registers the runtimes; V(absent) undoes what V(present) did.
+    type: str
+    choices: [present, absent]
+    default: present
+  backup:
+    description:
+      - Keep a timestamped copy of a file before it is replaced; its path is returned in
+        RV(backup_file).
+    type: bool
+    default: false
+  validate:
+    description:
+      - A command run on the node against the new file before it replaces the old one, with
+        C(%s) for its path, like M(ansible.builtin.copy). The file is left alone when it fails.
+      - In drop-in mode it runs for each file written.
+    type: str
+notes:
+  - Files are touched at O(host_root) joined with their host path; paths written into the
+    config (C(BinaryName), C(imports)) are host paths and never contain O(host_root).
+  - The file's mode and owner are kept; a new file gets the default mode of M(ansible.builtin.copy).
+  - O(state=absent) on a file that this module created from nothing leaves the file holding only
+    what was there before (an empty file stays empty; a missing file is left with its C(version) line).
+seealso:
+  - module: gpu_node.container_toolkit.toolkit_config
+  - module: ansible.builtin.copy
+"""
+
+EXAMPLES = r"""
+---
+- name: Register the nvidia runtimes (GKE on Container-Optimized OS), enable CDI
+  gpu_node.container_toolkit.containerd_runtime:
+    install_dir: /home/kubernetes/bin/nvidia/toolkit
+    enable_cdi: true
+    backup: true
+  register: containerd_edit
+
+- name: Restart containerd only when its effective config changed
+  ansible.builtin.service:
+    name: containerd
+    state: restarted
+  when: containerd_edit.restart_required
+
+- name: Make nvidia the default runtime, through a drop-in file
+  gpu_node.container_toolkit.containerd_runtime:
+    drop_in: /etc/containerd/conf.d/99-nvidia.toml
+    set_as_default: true
+
+- name: Remove the runtimes again and restore the previous default runtime
+  gpu_node.container_toolkit.containerd_runtime:
+    state: absent
+"""
+
+RETURN = r"""
+changed:
+  description: Whether a file was (or, in check mode, would be) written or removed.
+  returned: always
+  type: bool
+  sample: true
+restart_required:
+  description:
+    - True only when containerd's effective configuration changed (not for comment-only
+      changes) and a file was written; containerd must then be restarted.
+  returned: always
+  type: bool
+  sample: true
+path:
+  description: Host path of the root config file that was edited (a symlink's target).
+  returned: always
+  type: str
+  sample: /etc/containerd/config.toml
+drop_in:
+  description: Host path of the drop-in file.
+  returned: when O(drop_in) is set
+  type: str
+  sample: /etc/containerd/conf.d/99-nvidia.toml
+config_version:
+  description: The containerd config version that was edited.
+  returned: when the file was edited
+  type: int
+  sample: 2
+config_version_source:
+  description: Where RV(config_version) came from.
+  returned: when the file was edited
+  type: str
+  sample: containerd 2.0 on the node
+changes:
+  description: One line per difference found, in words.
+  returned: always
+  type: list
+  elements: str
+  sample: ["runtime nvidia: missing (added, copied from runc)", "enable_cdi: False -> True"]
+symlinks:
+  description: A line for each configured path that is a symlink, naming the target that was edited.
+  returned: when O(path) or O(drop_in) is a symlink
+  type: list
+  elements: str
+  sample: ["/etc/containerd/config.toml is a symlink; edited its target /home/containerd/config.toml"]
+backup_file:
+  description: Host path of the backup copy (of the first file backed up).
+  returned: when O(backup=true) and a file was replaced
+  type: str
+  sample: /etc/containerd/config.toml.12345.2024-01-01@10:00:00~
+backup_files:
+  description: Host paths of the backup copies, when more than one file was backed up (drop-in mode).
+  returned: when more than one backup was made
+  type: list
+  elements: str
+  sample: [/etc/containerd/conf.d/99-nvidia.toml.1.2024-01-01@10:00:00~, /etc/containerd/config.toml.1.2024-01-01@10:00:00~]
+"""
