@@ -31,8 +31,8 @@ description:
     is C(runc) and the file has no entry for it, a minimal C(runc) entry is added (marked with a
     comment) so containerd keeps its default runtime; no C(runc) entry is added in other cases.
   - What O(state=absent) needs is kept in the file as inline comments. A value this module
-    replaced (C(default_runtime_name), C(enable_cdi), C(cdi_spec_dirs)) carries
-    C(# gpu_node.container_toolkit previous value: <old value>) (or C((unset))); a key or table
+    replaced (C(default_runtime_name), C(enable_cdi), C(cdi_spec_dirs)) carries the comment
+    C(# gpu_node.container_toolkit previous value) followed by the old value (or C((unset))); a key or table
     it created only to keep the config working carries
     C(# added by gpu_node.container_toolkit.containerd_runtime). O(state=absent) restores the
     recorded values and removes the runtimes and what was added, so a file that O(state=present)
