@@ -123,7 +123,7 @@ options:
       - Host path of a drop-in file. The runtimes go there, with the root config's own
         version, and O(path) only gets the drop-in in its C(imports) (existing imports are
         kept, no duplicates, nothing added when an import glob already covers it).
-      - containerd before 2.1 replaces, rather than merges, a plugin's table from C(imports):
+      - containerd before 2.1 replaces, rather than merges, a plugin's table from C(imports);
         a drop-in that held only C(runtimes.nvidia) would make C(runc), C(sandbox_image) and
         the CNI C(bin_dir) vanish. So for config versions 1 to 3 the drop-in carries a copy of
         the root's whole CRI plugin table plus the runtimes. The trade-off is that later
