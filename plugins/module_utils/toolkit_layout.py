@@ -142,13 +142,12 @@ def render_wrapper(kind, install_dir, real_path, fallback_runtime="runc", config
     if kind == "runtime":
         lines += [
             "if ! grep -q '^nvidia ' /proc/modules 2>/dev/null; then",
-            "\techo \"nvidia driver modules are not loaded, invoking %s directly\" >&2"
-            % fallback_runtime.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`"),
+            "\techo \"nvidia driver modules are not loaded, invoking \"%s\" directly\" >&2" % quote(fallback_runtime),
             "\texec %s \"$@\"" % quote(fallback_runtime),
             "fi",
         ]
     exported = ["PATH"]
-    lines.append("PATH=%s${PATH:+\":${PATH}\"}" % quote(install_dir))
+    lines.append("PATH=%s:\"${PATH}\"" % quote(install_dir))
     if kind in ("runtime", "hook"):
         lines.append("NVIDIA_CTK_CONFIG_FILE_PATH=%s" % quote(config_path))
         exported.append("NVIDIA_CTK_CONFIG_FILE_PATH")
