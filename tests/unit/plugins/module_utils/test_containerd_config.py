@@ -1,0 +1,169 @@
+# -*- coding: utf-8 -*-
+"""Pure decisions about containerd configs: versions, CRI tables, templates, drop-ins."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
+
+
+@pytest.mark.parametrize("version, table", [
+    (1, ("plugins", "cri")),
+    (2, ("plugins", "io.containerd.grpc.v1.cri")),
+    (3, ("plugins", "io.containerd.cri.v1.runtime")),
+    (4, ("plugins", "io.containerd.cri.v1.runtime")),
+])
+def test_cri_table(version, table):
+    assert cc.cri_table(version) == table
+    assert cc.runtimes_table(version) == table + ("containerd", "runtimes")
+
+
+@pytest.mark.parametrize("bad", [0, 5, None, "2"])
+def test_cri_table_unknown(bad):
+    with pytest.raises(cc.ConfigError, match="not supported"):
+        cc.cri_table(bad)
+
+
+def test_dotted():
+    assert cc.dotted(cc.containerd_table(2)) == 'plugins."io.containerd.grpc.v1.cri".containerd'
+    assert cc.dotted(("plugins", "cri")) == "plugins.cri"
+
+
+@pytest.mark.parametrize("value, expected", [(None, 1), (1, 1), (2, 2), (3, 3), (4, 4)])
+def test_file_version(value, expected):
+    assert cc.file_version(value) == expected
+
+
+@pytest.mark.parametrize("value, message", [
+    (5, "version 5 is not supported"),
+    (True, "must be an integer"),
+    ("2", "must be an integer"),
+    (2.0, "must be an integer"),
+])
+def test_file_version_bad(value, message):
+    with pytest.raises(cc.ConfigError, match=message):
+        cc.file_version(value)
+
+
+@pytest.mark.parametrize("output, release", [
+    ("containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3\n", (1, 6)),
+    ("containerd containerd.io 1.7.27 05044ec0a9a75232cad458027ca83437aae3f4da", (1, 7)),
+    ("containerd github.com/containerd/containerd/v2 v2.0.11 abcdef", (2, 0)),
+    ("containerd github.com/containerd/containerd/v2 v2.3.4 abcdef", (2, 3)),
+    ("", None),
+    (None, None),
+    ("   \n", None),
+    ("containerd: command not found", None),
+])
+def test_containerd_release(output, release):
+    assert cc.containerd_release(output) == release
+
+
+@pytest.mark.parametrize("release, version", [((1, 6), 2), ((1, 7), 2), ((2, 0), 3), ((2, 2), 3), ((2, 3), 4), ((3, 0), 4)])
+def test_version_for_release(release, version):
+    assert cc.version_for_release(release) == version
+
+
+@pytest.mark.parametrize("requested, declared, empty, output, expected", [
+    ("auto", 2, False, None, (2, "file")),
+    ("auto", None, False, None, (1, "file (no version key means 1)")),
+    ("3", 3, False, None, (3, "file")),
+    ("auto", None, True, "containerd x/containerd/v2 v2.1.0 a", (3, "containerd 2.1 on the node")),
+    ("auto", None, True, "containerd github.com/containerd/containerd 1.6.20~ds1 x", (2, "containerd 1.6 on the node")),
+    ("auto", None, True, None, (2, "default (containerd not found on the node)")),
+    ("4", None, True, "containerd x 1.6.20 y", (4, "config_version option")),
+    (None, None, True, None, (2, "default (containerd not found on the node)")),
+])
+def test_choose_version(requested, declared, empty, output, expected):
+    assert cc.choose_version(requested, declared, empty, output) == expected
+
+
+def test_choose_version_mismatch_is_refused():
+    with pytest.raises(cc.ConfigError, match="does not migrate"):
+        cc.choose_version("3", 2, False)
+
+
+def test_choose_version_unknown_requested():
+    with pytest.raises(cc.ConfigError):
+        cc.choose_version("7", None, True)
+
+
+def test_default_runtimes():
+    assert cc.default_runtimes("/home/kubernetes/bin/nvidia/toolkit") == [
+        {"name": "nvidia", "binary": "/home/kubernetes/bin/nvidia/toolkit/nvidia-container-runtime"},
+        {"name": "nvidia-cdi", "binary": "/home/kubernetes/bin/nvidia/toolkit/nvidia-container-runtime.cdi"},
+        {"name": "nvidia-legacy", "binary": "/home/kubernetes/bin/nvidia/toolkit/nvidia-container-runtime.legacy"},
+    ]
+
+
+def test_normalize_runtimes():
+    assert cc.normalize_runtimes(None, "/x") == cc.default_runtimes("/x")
+    assert cc.normalize_runtimes([], "/x") == cc.default_runtimes("/x")
+    given = [{"name": "gpu", "binary": "/opt/bin/rt", "extra": 1}]
+    assert cc.normalize_runtimes(given, "/x") == [{"name": "gpu", "binary": "/opt/bin/rt"}]
+
+
+@pytest.mark.parametrize("runtimes, message", [
+    ([{"name": "a"}], "needs 'name' and 'binary'"),
+    ([{"binary": "/b"}], "needs 'name' and 'binary'"),
+    ([{"name": "a", "binary": "/b"}, {"name": "a", "binary": "/c"}], "listed twice"),
+])
+def test_normalize_runtimes_bad(runtimes, message):
+    with pytest.raises(cc.ConfigError, match=message):
+        cc.normalize_runtimes(runtimes, "/x")
+
+
+MANAGED = ["nvidia", "nvidia-cdi", "nvidia-legacy"]
+
+
+@pytest.mark.parametrize("existing, default, template", [
+    (["runc"], "runc", "runc"),
+    (["runc", "kata"], "kata", "kata"),
+    (["runc", "nvidia"], "nvidia", "runc"),          # the default is ours: fall back to runc
+    (["crun"], None, "crun"),
+    (["crun", "runc"], "missing", "runc"),
+    (["kata"], "kata", "kata"),
+    (["kata"], None, None),
+    ([], "runc", None),
+    (["nvidia"], "nvidia", None),
+])
+def test_choose_template(existing, default, template):
+    assert cc.choose_template(existing, default, MANAGED) == template
+
+
+@pytest.mark.parametrize("existing, default, needed", [
+    ([], None, True),
+    ([], "runc", True),
+    (["runc"], "runc", False),
+    ([], "kata", False),        # someone else's default: not ours to invent
+    (["crun"], "crun", False),
+])
+def test_needs_default_entry(existing, default, needed):
+    assert cc.needs_default_entry(existing, default, MANAGED) is needed
+
+
+def test_needs_default_entry_when_runc_is_managed():
+    assert cc.needs_default_entry([], "runc", ["runc"]) is False
+
+
+@pytest.mark.parametrize("imports, covered", [
+    ([], False),
+    (None, False),
+    (["/etc/containerd/conf.d/99-nvidia.toml"], True),
+    (["/etc/containerd/conf.d/*.toml"], True),
+    (["/etc/containerd/other.toml"], False),
+])
+def test_import_covered(imports, covered):
+    assert cc.import_covered(imports, "/etc/containerd/conf.d/99-nvidia.toml") is covered
+
+
+def test_check_drop_in():
+    cc.check_drop_in("/etc/containerd/config.toml", "/etc/containerd/conf.d/x.toml")
+    with pytest.raises(cc.ConfigError, match="root config itself"):
+        cc.check_drop_in("/etc/containerd/config.toml", "/etc/containerd//config.toml")
+
+
+@pytest.mark.parametrize("version, carries", [(1, True), (2, True), (3, True), (4, False)])
+def test_drop_in_carries_cri_table(version, carries):
+    assert cc.drop_in_carries_cri_table(version) is carries
