@@ -1,0 +1,343 @@
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+
+import pytest
+import toolkit_artifacts as ta
+from module_runner import run_module
+
+from ansible_collections.gpu_node.container_toolkit.plugins.modules import toolkit_install
+
+INSTALL = "/home/kubernetes/bin/nvidia/toolkit"
+MANIFEST = ".toolkit-manifest.json"
+EXPECTED = sorted(
+    [n for n in ta.BINARIES if n != "nvidia-cdi-hook"]
+    + [n + ".real" for n in ta.BINARIES if n != "nvidia-cdi-hook"]
+    + ["nvidia-cdi-hook", "nvidia-container-toolkit", "libnvidia-container.so.1", "libnvidia-container-go.so.1",
+       "libnvidia-container.so.%s" % ta.VERSION, "libnvidia-container-go.so.%s" % ta.VERSION]
+)
+
+
+@pytest.fixture
+def node(cos_node):
+    ta.build_tree(cos_node.node_path("/var/lib/toolbox/toolkit"))
+    return cos_node
+
+
+def install(node, monkeypatch, check=False, diff=False, **extra):
+    args = {"host_root": str(node.root), "src": ["/var/lib/toolbox/toolkit"], "remote_src": True,
+            "install_dir": INSTALL}
+    args.update(extra)
+    return run_module(toolkit_install.main, args, check_mode=check, diff=diff, monkeypatch=monkeypatch)
+
+
+def listing(path):
+    return sorted(os.listdir(path)) if os.path.isdir(path) else None
+
+
+def snapshot(path):
+    """name -> (kind, bytes or target, mode, inode) for every entry, to prove nothing was touched."""
+    result = {}
+    for name in listing(path) or []:
+        full = os.path.join(path, name)
+        st = os.lstat(full)
+        if stat.S_ISLNK(st.st_mode):
+            result[name] = ("link", os.readlink(full), st.st_ino)
+        elif stat.S_ISREG(st.st_mode):
+            with open(full, "rb") as handle:
+                result[name] = ("file", handle.read(), stat.S_IMODE(st.st_mode), st.st_ino)
+        else:
+            result[name] = ("other",)
+    return result
+
+
+def test_install_check_real_check_real(node, monkeypatch):
+    target = node.node_path(INSTALL)
+    flags = []
+    for check in (True, False, True, False):
+        result, failed = install(node, monkeypatch, check=check)
+        assert not failed, result
+        flags.append(result["changed"])
+        if check and len(flags) == 1:
+            assert listing(target) is None
+    assert flags == [True, True, False, False]
+    assert listing(target) == sorted(EXPECTED + [MANIFEST])
+    for name in EXPECTED + [MANIFEST]:
+        st = os.lstat(os.path.join(target, name))
+        assert st.st_uid == 0 and st.st_gid == 0
+        assert not stat.S_IMODE(st.st_mode) & 0o022 or stat.S_ISLNK(st.st_mode)
+    assert os.readlink(os.path.join(target, "nvidia-container-toolkit")) == "nvidia-container-runtime-hook"
+    assert os.readlink(os.path.join(target, "libnvidia-container.so.1")) == "libnvidia-container.so.%s" % ta.VERSION
+    real = open(os.path.join(target, "nvidia-ctk.real"), "rb").read()
+    assert real == open(node.node_path("/var/lib/toolbox/toolkit/usr/bin/nvidia-ctk"), "rb").read()
+    wrapper = open(os.path.join(target, "nvidia-container-runtime")).read()
+    assert "exec '%s/nvidia-container-runtime.real' \"$@\"" % INSTALL in wrapper
+    assert str(node.root) not in wrapper
+    manifest = json.load(open(os.path.join(target, MANIFEST)))
+    assert sorted(manifest["files"]) == EXPECTED
+    assert manifest["files"]["nvidia-ctk.real"]["sha256"] == hashlib.sha256(real).hexdigest()
+    assert manifest["created_dirs"] == [INSTALL]
+    assert result["mount"]["mount_point"] == "/home/kubernetes/bin"
+    assert not [n for n in os.listdir(target) if n.startswith(".toolkit-staging")]
+
+
+def test_diff_lists_files(node, monkeypatch):
+    result, failed = install(node, monkeypatch, check=True, diff=True)
+    assert not failed
+    assert result["diff"]["before"] == ""
+    assert "nvidia-container-toolkit: link -> nvidia-container-runtime-hook\n" in result["diff"]["after"]
+    assert "nvidia-ctk.real: file 0755 sha256:" in result["diff"]["after"]
+    install(node, monkeypatch)
+    result, failed = install(node, monkeypatch, diff=True)
+    assert not failed and result["diff"]["before"] == result["diff"]["after"]
+
+
+def test_update_replaces_only_what_changed(node, monkeypatch):
+    install(node, monkeypatch)
+    target = node.node_path(INSTALL)
+    before = snapshot(target)
+    tree = node.node_path("/var/lib/toolbox/toolkit")
+    (ta.build_tree(tree, version="1.15.0"))
+    for lib in ta.LIBRARIES:
+        os.unlink(os.path.join(tree, ta.LIB_DIR_DEB, "%s.so.%s" % (lib, ta.VERSION)))
+    result, failed = install(node, monkeypatch)
+    assert not failed and result["changed"]
+    assert "libnvidia-container.so.1.15.0" in result["added"]
+    assert sorted(result["removed"]) == ["libnvidia-container-go.so.1.14.3", "libnvidia-container.so.1.14.3"]
+    assert "nvidia-ctk.real" in result["updated"] and "libnvidia-container.so.1" in result["updated"]
+    assert "nvidia-ctk" not in result["updated"]  # the wrapper did not change
+    after = snapshot(target)
+    assert after["nvidia-ctk"] == before["nvidia-ctk"]  # same inode: not rewritten
+    assert os.readlink(os.path.join(target, "libnvidia-container.so.1")) == "libnvidia-container.so.1.15.0"
+    assert not os.path.exists(os.path.join(target, "libnvidia-container.so.1.14.3"))
+
+
+def test_mode_change_is_repaired(node, monkeypatch):
+    install(node, monkeypatch)
+    path = node.node_path(INSTALL + "/nvidia-ctk.real")
+    os.chmod(path, stat.S_IMODE(0o775))
+    result, failed = install(node, monkeypatch)
+    assert not failed and result["changed"] and result["updated"] == ["nvidia-ctk.real"]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o755
+
+
+def test_absent_removes_everything(node, monkeypatch):
+    install(node, monkeypatch)
+    args = {"host_root": str(node.root), "install_dir": INSTALL, "state": "absent"}
+    result, failed = run_module(toolkit_install.main, args, check_mode=True, diff=True, monkeypatch=monkeypatch)
+    assert not failed and result["changed"] and sorted(result["removed"]) == EXPECTED
+    assert "nvidia-ctk.real: file 0755" in result["diff"]["before"]
+    assert listing(node.node_path(INSTALL)) == sorted(EXPECTED + [MANIFEST])
+    result, failed = run_module(toolkit_install.main, args, monkeypatch=monkeypatch)
+    assert not failed and result["changed"]
+    assert not os.path.lexists(node.node_path(INSTALL))
+    assert listing(node.node_path("/home/kubernetes/bin/nvidia")) == sorted(
+        ["bin", "drivers", "firmware", "lib64", "share", "vulkan"])
+    result, failed = run_module(toolkit_install.main, args, monkeypatch=monkeypatch)
+    assert not failed and not result["changed"]
+
+
+def test_absent_keeps_foreign_files_and_dir(node, monkeypatch):
+    install(node, monkeypatch)
+    config = node.node_path(INSTALL + "/.config/nvidia-container-runtime/config.toml")
+    os.makedirs(os.path.dirname(config))
+    open(config, "w").write("# user config\n")
+    args = {"host_root": str(node.root), "install_dir": INSTALL, "state": "absent"}
+    result, failed = run_module(toolkit_install.main, args, monkeypatch=monkeypatch)
+    assert not failed and result["changed"]
+    assert listing(node.node_path(INSTALL)) == [".config"]
+
+
+def test_absent_without_manifest_removes_nothing(node, monkeypatch):
+    target = node.node_path(INSTALL)
+    os.makedirs(target)
+    open(os.path.join(target, "nvidia-ctk"), "w").write("not ours\n")
+    args = {"host_root": str(node.root), "install_dir": INSTALL, "state": "absent"}
+    result, failed = run_module(toolkit_install.main, args, monkeypatch=monkeypatch)
+    assert not failed and not result["changed"]
+    assert "no .toolkit-manifest.json" in result["warnings"][0]
+    assert listing(target) == ["nvidia-ctk"]
+
+
+@pytest.mark.parametrize("kind", ["dotdot", "absolute", "symlink_out", "device", "setuid"])
+def test_unsafe_tarball_refused_nothing_written(node, monkeypatch, kind):
+    tarball = node.node_path("/var/lib/toolbox/evil.tar.gz")
+    ta.build_tarball(node.node_path("/var/lib/toolbox/toolkit"), tarball, extra=[ta.evil_member(kind)])
+    result, failed = install(node, monkeypatch, src=["/var/lib/toolbox/evil.tar.gz"])
+    assert failed and "refusing archive" in result["msg"], result
+    assert not os.path.lexists(node.node_path(INSTALL))
+
+
+def test_tarball_with_checksum(node, monkeypatch):
+    tarball = node.node_path("/var/lib/toolbox/toolkit.tar.xz")
+    ta.build_tarball(node.node_path("/var/lib/toolbox/toolkit"), tarball, compression="xz")
+    digest = hashlib.sha256(open(tarball, "rb").read()).hexdigest()
+    result, failed = install(node, monkeypatch, src=["/var/lib/toolbox/toolkit.tar.xz"], checksum=["sha256:" + "0" * 64])
+    assert failed and "checksum mismatch" in result["msg"] and "nothing was written" in result["msg"]
+    assert not os.path.lexists(node.node_path(INSTALL))
+    result, failed = install(node, monkeypatch, src=["/var/lib/toolbox/toolkit.tar.xz"], checksum=["sha256:" + digest])
+    assert not failed and result["changed"] and sorted(result["added"]) == EXPECTED
+
+
+def test_hardlinks_in_tarball(node, monkeypatch, tmp_path):
+    import tarfile
+    tarball = node.node_path("/var/lib/toolbox/links.tar")
+    with tarfile.open(tarball, "w") as tar:
+        tar.add(node.node_path("/var/lib/toolbox/toolkit/usr/bin/nvidia-ctk"), arcname="bin/nvidia-ctk")
+        info = tarfile.TarInfo("bin/nvidia-cdi-hook")
+        info.type = tarfile.LNKTYPE
+        info.linkname = "bin/nvidia-ctk"
+        tar.addfile(info)
+        info = tarfile.TarInfo("bin/nvidia-container-cli")
+        info.type = tarfile.LNKTYPE
+        info.linkname = "bin/missing"
+        tar.addfile(info)
+    result, failed = install(node, monkeypatch, src=["/var/lib/toolbox/links.tar"])
+    assert failed and "not an earlier file" in result["msg"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"src": ["/var/lib/toolbox/nothing"]}, "src /var/lib/toolbox/nothing does not exist"),
+    ({"checksum": ["sha256:" + "0" * 64]}, "checksum cannot be checked for the directory"),
+    ({"checksum": ["a", "b"]}, "checksum has 2 items but src has 1"),
+    ({"src": ["/etc"]}, "no toolkit files found in src"),
+    ({"src": []}, "src is required"),
+    ({"remote_src": False}, "run this module through its action plugin"),
+    ({"src": ["/etc/os-release"]}, "neither a directory nor a readable tarball"),
+])
+def test_argument_failures(node, monkeypatch, extra, message):
+    result, failed = install(node, monkeypatch, **extra)
+    assert failed and message in result["msg"], result
+    assert not os.path.lexists(node.node_path(INSTALL))
+
+
+def test_bad_checksum_format(node, monkeypatch):
+    tarball = node.node_path("/var/lib/toolbox/t.tar")
+    ta.build_tarball(node.node_path("/var/lib/toolbox/toolkit"), tarball, compression="")
+    result, failed = install(node, monkeypatch, src=["/var/lib/toolbox/t.tar"], checksum=["crc:1"])
+    assert failed and "checksum must look like" in result["msg"]
+
+
+def test_partial_source_warns(node, monkeypatch):
+    tree = node.node_path("/var/lib/toolbox/partial")
+    ta.build_tree(tree, only=["nvidia-container-runtime", "nvidia-container-runtime.cdi"], flat=True)
+    result, failed = install(node, monkeypatch, src=["/var/lib/toolbox/partial"])
+    assert not failed and "nvidia-ctk" in result["missing"]
+    assert any("not in src" in w for w in result["warnings"])
+    assert "nvidia-container-toolkit" not in listing(node.node_path(INSTALL))
+
+
+def test_symlink_escaping_in_source_dir_refused(node, monkeypatch):
+    os.symlink("/etc/shadow", node.node_path("/var/lib/toolbox/toolkit/usr/bin/evil"))
+    result, failed = install(node, monkeypatch)
+    assert failed and "points outside the archive" in result["msg"]
+
+
+def test_conflicting_directory(node, monkeypatch):
+    os.makedirs(node.node_path(INSTALL + "/nvidia-ctk"))
+    result, failed = install(node, monkeypatch)
+    assert failed and "cannot install over %s/nvidia-ctk" % INSTALL in result["msg"]
+
+
+def test_corrupt_manifest(node, monkeypatch):
+    os.makedirs(node.node_path(INSTALL))
+    open(node.node_path(INSTALL + "/" + MANIFEST), "w").write("{")
+    result, failed = install(node, monkeypatch)
+    assert failed and "is not a manifest this module can use" in result["msg"]
+
+
+def test_failed_swap_keeps_previous_install(node, monkeypatch):
+    install(node, monkeypatch)
+    target = node.node_path(INSTALL)
+    before = snapshot(target)
+    ta.build_tree(node.node_path("/var/lib/toolbox/toolkit"), version="2.0.0")
+    real_rename = os.rename
+    calls = {"n": 0}
+
+    def failing_rename(src, dst, *args, **kwargs):
+        if ".toolkit-staging-" in str(src) and "/.previous/" not in str(src):
+            calls["n"] += 1
+            if calls["n"] == 4:
+                raise OSError(28, "No space left on device")
+        return real_rename(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(toolkit_install.os, "rename", failing_rename)
+    result, failed = install(node, monkeypatch)
+    monkeypatch.setattr(toolkit_install.os, "rename", real_rename)
+    assert failed and "No space left on device" in result["msg"]
+    after = snapshot(target)
+    assert {k: v[:2] for k, v in after.items()} == {k: v[:2] for k, v in before.items()}
+
+
+def mountinfo(node, text):
+    with open(node.node_path("/proc/self/mountinfo"), "w") as handle:
+        handle.write(text)
+
+
+def test_read_only_mount_fails(node, monkeypatch):
+    result, failed = install(node, monkeypatch, install_dir="/usr/local/nvidia/toolkit")
+    assert failed
+    assert "install_dir /usr/local/nvidia/toolkit is on the read-only mount / (ext2, options ro,relatime)" in result["msg"]
+    assert not os.path.lexists(node.node_path("/usr/local/nvidia/toolkit"))
+
+
+def test_noexec_mount_fails_without_exec_mount(node, monkeypatch):
+    result, failed = install(node, monkeypatch, install_dir="/home/toolkit")
+    assert failed
+    assert "noexec mount /home (ext4, options rw,nosuid,nodev,noexec,relatime)" in result["msg"]
+    assert "exec_mount=true" in result["msg"]
+    assert not os.path.lexists(node.node_path("/home/toolkit"))
+
+
+def test_noexec_mount_check_mode_reports_remount(node, monkeypatch):
+    result, failed = install(node, monkeypatch, install_dir="/home/toolkit", exec_mount=True, check=True)
+    assert not failed and result["changed"] and result["exec_mount"] is True
+    assert not os.path.lexists(node.node_path("/home/toolkit"))
+
+
+def test_noexec_mount_remount_command(node, monkeypatch):
+    commands = []
+
+    def fake_run_command(self, args, **kwargs):
+        commands.append(args)
+        return 0, "", ""
+
+    monkeypatch.setattr(toolkit_install.AnsibleModule, "run_command", fake_run_command)
+    monkeypatch.setattr(toolkit_install.AnsibleModule, "get_bin_path", lambda self, name, **kw: "/bin/" + name)
+    result, failed = install(node, monkeypatch, install_dir="/home/toolkit", exec_mount=True)
+    assert not failed and result["exec_mount"] is True
+    target = str(node.node_path("/home/toolkit"))
+    assert commands == [["/bin/mount", "--bind", target, target],
+                        ["/bin/mount", "-o", "remount,bind,exec,rw,nosuid,nodev,relatime", target]]
+
+
+def test_remount_failure_is_reported(node, monkeypatch):
+    monkeypatch.setattr(toolkit_install.AnsibleModule, "run_command", lambda self, args, **kw: (32, "", "permission denied"))
+    monkeypatch.setattr(toolkit_install.AnsibleModule, "get_bin_path", lambda self, name, **kw: "/bin/" + name)
+    result, failed = install(node, monkeypatch, install_dir="/home/toolkit", exec_mount=True)
+    assert failed and "bind-mounting" in result["msg"] and "permission denied" in result["msg"]
+
+
+def test_missing_mountinfo_warns(node, monkeypatch):
+    os.unlink(node.node_path("/proc/self/mountinfo"))
+    result, failed = install(node, monkeypatch)
+    assert not failed and any("not checking the mount" in w for w in result["warnings"])
+
+
+def test_garbled_mountinfo_fails(node, monkeypatch):
+    mountinfo(node, "nonsense\n")
+    result, failed = install(node, monkeypatch)
+    assert failed and "cannot parse" in result["msg"]
+
+
+def test_custom_config_path_and_fallback(node, monkeypatch):
+    _result, failed = install(node, monkeypatch, config_path="/etc/nvidia-container-runtime/config.toml",
+                             fallback_runtime="/usr/bin/crun")
+    assert not failed
+    hook = open(node.node_path(INSTALL + "/nvidia-container-runtime-hook")).read()
+    assert "NVIDIA_CTK_CONFIG_FILE_PATH='/etc/nvidia-container-runtime/config.toml'" in hook
+    runtime = open(node.node_path(INSTALL + "/nvidia-container-runtime.cdi")).read()
+    assert "exec '/usr/bin/crun' \"$@\"" in runtime
