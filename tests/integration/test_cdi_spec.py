@@ -87,9 +87,9 @@ def test_cdi_library_rejects_what_it_should(tmp_path, fake_node_factory, monkeyp
     spec = json.loads(good.read_text())
     spec["devices"][0]["name"] = "bad name!"
     (tmp_path / "badname.json").write_text(json.dumps(spec))
-    for name in ("unknown.json", "badname.json"):
+    for name, expected in (("unknown.json", "unknown field"), ("badname.json", "bad name!")):
         ok, message = cdi_tools.go_validate(tmp_path / name)
-        assert not ok, name
+        assert not ok and expected in message, (name, message)
 
 
 @pytest.fixture

@@ -18,14 +18,14 @@ import (
 )
 
 type report struct {
-	Path     string   `json:"path"`
-	Kind     string   `json:"kind"`
-	Version  string   `json:"cdiVersion"`
-	Devices  []string `json:"devices"`
-	Nodes    []int    `json:"deviceNodes"`
-	Mounts   int      `json:"mounts"`
-	Hooks    int      `json:"hooks"`
-	Env      []string `json:"env"`
+	Path    string   `json:"path"`
+	Kind    string   `json:"kind"`
+	Version string   `json:"cdiVersion"`
+	Devices []string `json:"devices"`
+	Nodes   []int    `json:"deviceNodes"`
+	Mounts  int      `json:"mounts"`
+	Hooks   int      `json:"hooks"`
+	Env     []string `json:"env"`
 }
 
 func fail(format string, args ...interface{}) {
