@@ -11,6 +11,7 @@ Every path in the spec is a host path or a container path; ``host_root`` never a
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
 import re
@@ -41,6 +42,10 @@ COMPAT_ARG_RE = re.compile(r"--host-driver-version=(\S+)")
 # and firmware/ there) go where their readers look inside containers.
 ROOTED_PREFIXES = {"vulkan/": "/etc/", "glvnd/": "/usr/share/", "egl/": "/usr/share/", "share/": "/usr/",
                    "firmware/": "/lib/"}
+
+
+# The same few hundred paths are mapped several times per spec (mounts, links, folders).
+_container_path = functools.lru_cache(maxsize=4096)(node_model.container_path)
 
 
 class CdiError(Exception):
@@ -82,11 +87,11 @@ def data_container_path(host_path, driver_root, container_driver_root=None):
     anything else follows :func:`node_model.container_path`.
     """
     if node_model.normalize_host_path(driver_root) != "/" and node_model.is_under(host_path, driver_root):
-        relative = node_model.container_path(host_path, driver_root).lstrip("/")
+        relative = _container_path(host_path, driver_root).lstrip("/")
         for prefix, base in ROOTED_PREFIXES.items():
             if relative.startswith(prefix):
                 return base + relative
-    return node_model.container_path(host_path, driver_root, container_driver_root)
+    return _container_path(host_path, driver_root, container_driver_root)
 
 
 def mount_edits(facts, container_driver_root=None):
@@ -94,14 +99,14 @@ def mount_edits(facts, container_driver_root=None):
     driver_root = facts["driver_root"]
 
     def cpath(path):
-        return node_model.container_path(path, driver_root, container_driver_root)
+        return _container_path(path, driver_root, container_driver_root)
 
     mounts = [mount_edit(lib["path"], cpath(lib["path"])) for lib in facts["libraries"]]
     mounts += [mount_edit(path, cpath(path)) for path in facts.get("binaries", ())]
     mounts += [mount_edit(path, data_container_path(path, driver_root, container_driver_root))
                for path in list(facts.get("firmware", ())) + list(facts.get("config_files", ()))]
     # Sockets live where the daemons put them: strip a driver container's root, never re-root.
-    mounts += [mount_edit(path, node_model.container_path(path, driver_root), SOCKET_MOUNT_OPTIONS)
+    mounts += [mount_edit(path, _container_path(path, driver_root), SOCKET_MOUNT_OPTIONS)
                for path in facts.get("ipc_sockets", ())]
     return mounts
 
@@ -110,7 +115,7 @@ def library_links(libraries, driver_root, container_driver_root=None):
     """``target::link`` pairs for create-symlinks: SONAME links, libcuda.so, libGLX_indirect.so.0."""
     links = []
     for lib in libraries:
-        container = node_model.container_path(lib["path"], driver_root, container_driver_root)
+        container = _container_path(lib["path"], driver_root, container_driver_root)
         directory, name = posixpath.split(container)
         soname = lib.get("soname")
         if soname and soname != name:
@@ -124,7 +129,7 @@ def library_links(libraries, driver_root, container_driver_root=None):
 
 def library_folders(libraries, driver_root, container_driver_root=None):
     """Container directories holding driver libraries, sorted, for update-ldcache."""
-    folders = {posixpath.dirname(node_model.container_path(lib["path"], driver_root, container_driver_root))
+    folders = {posixpath.dirname(_container_path(lib["path"], driver_root, container_driver_root))
                for lib in libraries}
     return sorted(folders)
 

@@ -11,6 +11,7 @@ string; otherwise it is double-quoted with escapes, so ``"0"``, ``"yes"``, ``"1e
 
 from __future__ import annotations
 
+import functools
 import re
 
 # Plain scalars we allow: a conservative character set; a leading '-' only as in options
@@ -67,10 +68,15 @@ def scalar(value):
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
-        if _PLAIN_RE.fullmatch(value) and not _SPECIAL_RE.fullmatch(value) and not value.endswith(":"):
-            return value
-        return quote(value)
+        return _string(value)
     raise TypeError("cannot emit %s as YAML: %r" % (type(value).__name__, value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _string(value):
+    if _PLAIN_RE.fullmatch(value) and not _SPECIAL_RE.fullmatch(value) and not value.endswith(":"):
+        return value
+    return quote(value)
 
 
 def _emit(value, indent, lines):
