@@ -19,6 +19,7 @@ import copy
 try:
     import tomlkit
     from tomlkit.exceptions import TOMLKitError
+    from tomlkit.items import AoT as _AoT
     from tomlkit.items import String as _String
     from tomlkit.items import StringType as _StringType
     from tomlkit.items import Table as _Table
@@ -27,6 +28,7 @@ except ImportError:  # pragma: no cover - reported by the action plugin
     tomlkit = None
     TOMLKitError = Exception
     _Table = dict
+    _AoT = list
     _String = str
     _StringType = None
     HAS_TOMLKIT = False
@@ -91,6 +93,34 @@ def _literal_style(table):
     return False
 
 
+def _insert_key(table, key, value):
+    """Add a new key after the table's last plain key, before its sub-tables and with no new blank line.
+
+    tomlkit's own ``table[key] = value`` adds a blank line before the next sub-table, which
+    would stay behind when ``state: absent`` removes the key again.
+    """
+    container = getattr(table, "value", table)
+    body = getattr(container, "body", None)
+    if body is None:
+        table[key] = value
+        return
+    last_plain = None
+    first_key = None
+    for existing, item in body:
+        if existing is None:
+            continue
+        if first_key is None:
+            first_key = existing
+        if not isinstance(item, (_Table, _AoT)):
+            last_plain = existing
+    if last_plain is not None:
+        container._insert_after(last_plain, key, value)
+    elif first_key is not None:
+        container._insert_at(0, key, value)
+    else:
+        table[key] = value
+
+
 def set_value(table, key, value, comment=None):
     """Set ``table[key]``; a new key takes its siblings' indentation and quoting; the comment is replaced."""
     new = key not in table
@@ -99,7 +129,10 @@ def set_value(table, key, value, comment=None):
             or (new and _literal_style(table))
         if literal:
             value = tomlkit.string(value, literal=True)
-    table[key] = value
+    if new:
+        _insert_key(table, key, value)
+    else:
+        table[key] = value
     item = table.item(key)
     if new:
         indent = _sibling_indent(table)
@@ -122,24 +155,26 @@ def toml_repr(value):
     return tomlkit.item(value).as_string()
 
 
-def from_toml_repr(text):
-    return plain(tomlkit.parse("v = " + text)["v"])
-
-
 def plain(value):
     return value.unwrap() if hasattr(value, "unwrap") else value
 
 
 def set_recorded(table, key, value, name, tracker):
-    """Set ``key`` to ``value``, recording the previous value in an inline comment (once)."""
+    """Set ``key`` to ``value``, recording the previous value (as written, with its comment) once."""
     existed = key in table
     current = plain(table.get(key)) if existed else None
     if existed and current == value:
         return
-    found, _ = parse_previous(comment_of(table, key))
-    comment = comment_of(table, key).lstrip("#").strip() if found else "%s %s" % (
-        PREVIOUS_MARKER, toml_repr(current) if existed else cc.UNSET)
-    set_value(table, key, value, comment)
+    comment = comment_of(table, key)
+    found, _ = parse_previous(comment)
+    if found:
+        record = comment.lstrip("#").strip()
+    elif existed:
+        item = table.item(key)
+        record = "%s %s%s%s" % (PREVIOUS_MARKER, item.as_string(), item.trivia.comment_ws if comment else "", comment)
+    else:
+        record = "%s %s" % (PREVIOUS_MARKER, cc.UNSET)
+    set_value(table, key, value, record)
     tracker.add(name, current, value, reason="%r -> %r" % (current, value) if existed else "unset -> %r" % (value,))
 
 
@@ -152,6 +187,19 @@ def parse_previous(comment):
     return True, None if rest in ("", cc.UNSET) else rest
 
 
+def _back_to_implicit(table):
+    """A table left with sub-tables only, and no comment, loses its header again.
+
+    ``present`` setting a key on an implicit table (one without a header of its own) gives
+    it a header; this takes it away again so ``absent`` gives back the original bytes.
+    """
+    if not isinstance(table, _Table) or table.trivia.comment:
+        return
+    items = [table.item(k) for k in table]
+    if items and all(isinstance(item, (_Table, _AoT)) for item in items):
+        table._is_super_table = True  # pylint: disable=protected-access
+
+
 def restore_recorded(table, key, name, tracker):
     """Put back the value recorded by :func:`set_recorded`; True when there was a record."""
     if table is None or key not in table:
@@ -162,10 +210,16 @@ def restore_recorded(table, key, name, tracker):
     current = plain(table[key])
     if previous is None:
         del table[key]
+        _back_to_implicit(table)
         tracker.add(name, current, None, reason="%r -> unset (restored)" % (current,))
     else:
-        value = from_toml_repr(previous)
-        set_value(table, key, value)
+        old = tomlkit.parse("v = " + previous).item("v")
+        value = plain(old)
+        comment_ws, old_comment = old.trivia.comment_ws, old.trivia.comment
+        table[key] = old
+        item = table.item(key)
+        item.trivia.comment_ws = comment_ws
+        item.trivia.comment = old_comment
         tracker.add(name, current, value, reason="%r -> %r (restored)" % (current, value))
     return True
 
@@ -320,7 +374,7 @@ def edit(text, params, containerd_output=None, drop_in_text=None, name="config.t
     not in drop-in mode), ``version``, ``version_source``, ``changes``, ``restart_required``.
     """
     doc = parse(text or "", name)
-    empty = not (text or "").strip()
+    empty = len(doc) == 0
     declared = plain(doc.get("version"))
     version, source = cc.choose_version(params.get("config_version"), declared, empty, containerd_output)
     tracker = DifferenceTracker()
@@ -328,9 +382,12 @@ def edit(text, params, containerd_output=None, drop_in_text=None, name="config.t
     drop_in = params.get("drop_in")
     state = params.get("state", "present")
     if empty and state == "present" and (version != 1 or params.get("config_version") not in (None, "auto")):
-        set_value(doc, "version", version, cc.ADDED_MARKER)
-        if not drop_in:
-            doc.add(tomlkit.nl())
+        item = tomlkit.item(version)
+        item.comment(cc.ADDED_MARKER)
+        if doc.body:
+            doc._insert_at(0, "version", item)  # pylint: disable=protected-access
+        else:
+            doc["version"] = item
         tracker.add("version", None, version, reason="unset -> %d (%s)" % (version, source))
     new_drop_in = None
     before_drop = None
@@ -344,8 +401,9 @@ def edit(text, params, containerd_output=None, drop_in_text=None, name="config.t
     else:
         apply_absent(doc, version, params, tracker)
     new_text = doc.as_string()
-    if not new_text.strip() and not (text or "").strip():
-        new_text = text or ""
+    if len(doc) == 0 and text is not None and new_text != text:
+        # Nothing but comments and blank lines is left (absent after present on a blank file).
+        new_text = new_text.rstrip("\n") + "\n" if new_text.strip() else ""
     after_drop = _effective(parse(new_drop_in, drop_in)) if new_drop_in is not None else None
     restart = _effective(doc) != before_root or (drop_in is not None and after_drop != before_drop)
     return {

@@ -1,0 +1,357 @@
+# -*- coding: utf-8 -*-
+"""The in-place tomlkit edit of containerd configs, over containerd's own defaults and hand-made files."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import pytest
+import tomlkit
+
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import containerd_toml as ct
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "containerd"
+DEFAULTS = {
+    "1.6.20": ("containerd-1.6.20-default.toml", 2),
+    "1.7.34": ("containerd-1.7.34-default.toml", 2),
+    "2.0.11": ("containerd-2.0.11-default.toml", 3),
+    "2.3.4": ("containerd-2.3.4-default.toml", 4),
+}
+HAND_MADE = {
+    "gke-cos": ("gke-cos.toml", 2),
+    "comments": ("comments-everywhere.toml", 2),
+    "imports": ("imports.toml", 2),
+    "v1": ("v1.toml", 1),
+}
+ALL = dict(DEFAULTS, **HAND_MADE)
+
+
+def fixture(name):
+    return (FIXTURES / ALL[name][0]).read_text()
+
+
+def params(**overrides):
+    result = {
+        "state": "present",
+        "runtimes": cc.default_runtimes("/usr/local/nvidia/toolkit"),
+        "runtime_type": cc.DEFAULT_RUNTIME_TYPE,
+        "set_as_default": False,
+        "enable_cdi": None,
+        "cdi_spec_dirs": None,
+        "config_version": "auto",
+        "drop_in": None,
+        "path": "/etc/containerd/config.toml",
+    }
+    result.update(overrides)
+    return result
+
+
+def runtimes_of(text, version):
+    data = tomlkit.parse(text).unwrap()
+    for key in cc.runtimes_table(version):
+        data = data.get(key, {})
+    return data
+
+
+def containerd_of(text, version):
+    data = tomlkit.parse(text).unwrap()
+    for key in cc.containerd_table(version):
+        data = data.get(key, {})
+    return data
+
+
+def changed_lines(before, after):
+    return [line for line in difflib.ndiff(before.splitlines(), after.splitlines()) if line[:2] in ("- ", "+ ")]
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+@pytest.mark.parametrize("set_as_default", [False, True])
+def test_present_then_absent_round_trip(name, set_as_default):
+    text = fixture(name)
+    version = ALL[name][1]
+    first = ct.edit(text, params(set_as_default=set_as_default, enable_cdi=True))
+    assert first["version"] == version
+    assert first["restart_required"] is True
+    runtimes = runtimes_of(first["text"], version)
+    for entry in cc.default_runtimes("/usr/local/nvidia/toolkit"):
+        assert runtimes[entry["name"]]["runtime_type"] == "io.containerd.runc.v2"
+        assert runtimes[entry["name"]]["options"]["BinaryName"] == entry["binary"]
+        if version == 1:
+            assert runtimes[entry["name"]]["options"]["Runtime"] == entry["binary"]
+    default = containerd_of(first["text"], version).get("default_runtime_name")
+    assert default == ("nvidia" if set_as_default else containerd_of(text, version).get("default_runtime_name"))
+    # Nothing removed: every line of the original is still there.
+    assert not [line for line in changed_lines(text, first["text"]) if line.startswith("- ")
+                and "default_runtime_name" not in line and "enable_cdi" not in line]
+    again = ct.edit(first["text"], params(set_as_default=set_as_default, enable_cdi=True))
+    assert again["text"] == first["text"]
+    assert again["changes"] == [] and again["restart_required"] is False
+    back = ct.edit(first["text"], params(state="absent"))
+    assert back["text"] == text
+    assert back["restart_required"] is True
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULTS))
+def test_inherits_template_options(name):
+    text = fixture(name)
+    version = ALL[name][1]
+    runc = runtimes_of(text, version)["runc"]
+    result = ct.edit(text, params())
+    nvidia = runtimes_of(result["text"], version)["nvidia"]
+    expected = dict(runc, runtime_type="io.containerd.runc.v2")
+    expected["options"] = dict(runc["options"], BinaryName="/usr/local/nvidia/toolkit/nvidia-container-runtime")
+    assert nvidia == expected
+    assert "runtime nvidia: missing (added, copied from runc)" in result["changes"]
+
+
+def test_gke_cos_done_when():
+    """The issue's "done when": comments kept, SystemdCgroup inherited, default untouched, CDI on."""
+    text = fixture("gke-cos")
+    install_dir = "/home/kubernetes/bin/nvidia/toolkit"
+    result = ct.edit(text, params(runtimes=cc.default_runtimes(install_dir), enable_cdi=True))
+    data = tomlkit.parse(result["text"]).unwrap()
+    cri = data["plugins"]["io.containerd.grpc.v1.cri"]
+    assert cri["enable_cdi"] is True
+    assert cri["containerd"]["default_runtime_name"] == "runc"
+    assert cri["cni"]["bin_dir"] == "/home/kubernetes/bin"
+    for name in ("nvidia", "nvidia-cdi", "nvidia-legacy"):
+        assert cri["containerd"]["runtimes"][name]["options"]["SystemdCgroup"] is True
+        assert cri["containerd"]["runtimes"][name]["options"]["BinaryName"].startswith(install_dir + "/")
+    for line in text.splitlines():
+        if line.strip().startswith("#"):
+            assert line in result["text"].splitlines()
+    assert ct.edit(result["text"], params(runtimes=cc.default_runtimes(install_dir), enable_cdi=True))["changes"] == []
+    assert ct.edit(result["text"], params(runtimes=cc.default_runtimes(install_dir), state="absent"))["text"] == text
+
+
+def test_comments_everywhere_kept_and_diff_small():
+    text = fixture("comments")
+    result = ct.edit(text, params(runtimes=[{"name": "nvidia", "binary": "/x/nvidia-container-runtime"}]))
+    diff = changed_lines(text, result["text"])
+    assert all(line.startswith("+ ") for line in diff)
+    for line in text.splitlines():
+        assert line in result["text"].splitlines()
+    assert runtimes_of(result["text"], 2)["nvidia"]["options"]["SystemdCgroup"] is True
+
+
+def test_literal_strings_stay_literal_in_2x_files():
+    text = fixture("2.0.11")
+    result = ct.edit(text, params(set_as_default=True))
+    assert "default_runtime_name = 'nvidia'" in result["text"]
+    assert "runtime_type = 'io.containerd.runc.v2'" in result["text"].split("runtimes.nvidia]")[1]
+
+
+def test_version_1_uses_plugins_cri():
+    result = ct.edit(fixture("v1"), params())
+    assert "[plugins.cri.containerd.runtimes.nvidia]" in result["text"]
+    assert result["version"] == 1
+    assert "version" not in tomlkit.parse(result["text"])
+
+
+@pytest.mark.parametrize("text", [None, "", "\n\n", "# only a comment\n"])
+def test_missing_or_empty_file(text):
+    result = ct.edit(text, params(set_as_default=True))
+    data = tomlkit.parse(result["text"]).unwrap()
+    assert data["version"] == 2
+    runtimes = data["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
+    # The runtimes table replaces containerd's built-in one: runc is kept, deliberately.
+    assert runtimes["runc"] == {"runtime_type": "io.containerd.runc.v2"}
+    assert any("runtime runc: missing next to default_runtime_name" in c for c in result["changes"])
+    back = ct.edit(result["text"], params(state="absent"))
+    # A blank file comes back empty; comments in it are kept.
+    assert back["text"] == (text or "").strip("\n") + ("\n" if (text or "").strip() else "")
+
+
+@pytest.mark.parametrize("output, version, table", [
+    ("containerd github.com/containerd/containerd/v2 v2.0.11 x", 3, "io.containerd.cri.v1.runtime"),
+    ("containerd github.com/containerd/containerd/v2 v2.3.4 x", 4, "io.containerd.cri.v1.runtime"),
+    ("containerd github.com/containerd/containerd 1.6.20~ds1 x", 2, "io.containerd.grpc.v1.cri"),
+])
+def test_empty_file_version_from_containerd(output, version, table):
+    result = ct.edit("", params(), containerd_output=output)
+    assert result["version"] == version
+    assert tomlkit.parse(result["text"])["version"] == version
+    assert table in tomlkit.parse(result["text"])["plugins"]
+
+
+def test_no_runc_created_next_to_other_default():
+    text = 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "kata"\n'
+    result = ct.edit(text, params())
+    runtimes = runtimes_of(result["text"], 2)
+    assert "runc" not in runtimes
+    assert sorted(runtimes) == ["nvidia", "nvidia-cdi", "nvidia-legacy"]
+
+
+def test_no_runc_created_when_only_binary_differs():
+    text = fixture("1.6.20")
+    first = ct.edit(text, params())
+    moved = ct.edit(first["text"], params(runtimes=cc.default_runtimes("/opt/toolkit")))
+    assert sorted(runtimes_of(moved["text"], 2)) == ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]
+    assert "runtime nvidia BinaryName: '/usr/local/nvidia/toolkit/nvidia-container-runtime' -> " \
+           "'/opt/toolkit/nvidia-container-runtime'" in moved["changes"]
+
+
+def test_existing_runtime_fixed_not_recopied():
+    text = fixture("gke-cos")
+    first = ct.edit(text, params())
+    doc = tomlkit.parse(first["text"])
+    runtimes = doc["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
+    runtimes["nvidia"]["runtime_type"] = "io.containerd.runc.v1"
+    runtimes["nvidia"]["options"]["Extra"] = "kept"
+    fixed = ct.edit(doc.as_string(), params())
+    nvidia = runtimes_of(fixed["text"], 2)["nvidia"]
+    assert nvidia["runtime_type"] == "io.containerd.runc.v2" and nvidia["options"]["Extra"] == "kept"
+    assert fixed["changes"] == ["runtime nvidia runtime_type: 'io.containerd.runc.v1' -> 'io.containerd.runc.v2'"]
+
+
+def test_set_as_default_recorded_and_restored():
+    text = fixture("gke-cos")
+    first = ct.edit(text, params(set_as_default=True))
+    assert 'default_runtime_name = "nvidia" # gpu_node.container_toolkit previous value: "runc"' in first["text"]
+    # A later run without set_as_default puts the recorded default back.
+    second = ct.edit(first["text"], params(set_as_default=False))
+    assert containerd_of(second["text"], 2)["default_runtime_name"] == "runc"
+    assert "default_runtime_name: 'nvidia' -> 'runc' (restored)" in second["changes"]
+    assert ct.edit(second["text"], params(state="absent"))["text"] == text
+
+
+def test_set_as_default_keeps_first_record():
+    text = fixture("gke-cos")
+    first = ct.edit(text, params(set_as_default=True))
+    other = ct.edit(first["text"], params(set_as_default=True, runtimes=[{"name": "gpu", "binary": "/b"}]))
+    assert 'previous value: "runc"' in other["text"]
+    assert containerd_of(other["text"], 2)["default_runtime_name"] == "gpu"
+
+
+def test_cdi_spec_dirs_recorded():
+    text = fixture("1.7.34")
+    result = ct.edit(text, params(cdi_spec_dirs=["/var/run/cdi"], enable_cdi=True))
+    cri = tomlkit.parse(result["text"]).unwrap()["plugins"]["io.containerd.grpc.v1.cri"]
+    assert cri["cdi_spec_dirs"] == ["/var/run/cdi"] and cri["enable_cdi"] is True
+    assert ct.edit(result["text"], params(state="absent"))["text"] == text
+
+
+def test_comment_only_change_does_not_require_restart():
+    text = fixture("gke-cos")
+    first = ct.edit(text, params(set_as_default=True))
+    hand_edited = first["text"].replace('"nvidia" # gpu_node', '"nvidia" # gpu_node', 1)
+    assert ct.edit(hand_edited, params(set_as_default=True))["restart_required"] is False
+
+
+def test_absent_on_untouched_file_changes_nothing():
+    text = fixture("1.6.20")
+    result = ct.edit(text, params(state="absent"))
+    assert result["text"] == text and result["changes"] == [] and result["restart_required"] is False
+
+
+def test_absent_on_file_without_cri_table():
+    text = 'version = 2\n[debug]\n  level = "info"\n'
+    assert ct.edit(text, params(state="absent"))["text"] == text
+
+
+@pytest.mark.parametrize("text, message", [
+    ('version = 2\n[plugins\n', "is not valid TOML"),
+    ('version = 5\n', "version 5 is not supported"),
+    ('version = "2"\n', "must be an integer"),
+    ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\nruntimes = 3\n',
+     'plugins."io.containerd.grpc.v1.cri".containerd.runtimes must be a table, but it is a int'),
+    ('version = 2\nplugins = "x"\n', "plugins must be a table"),
+    ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes]\nnvidia = "x"\n',
+     'containerd.runtimes.nvidia must be a table'),
+])
+def test_bad_input(text, message):
+    with pytest.raises(cc.ConfigError, match=message.replace(".", r"\.").replace('"', '"')):
+        ct.edit(text, params())
+
+
+def test_config_version_mismatch():
+    with pytest.raises(cc.ConfigError, match="does not migrate"):
+        ct.edit(fixture("1.6.20"), params(config_version="3"))
+
+
+# --- drop-in mode ---------------------------------------------------------------------------
+
+DROP_IN = "/etc/containerd/conf.d/99-nvidia.toml"
+
+
+@pytest.mark.parametrize("name", ["1.6.20", "gke-cos", "2.0.11"])
+def test_drop_in_carries_whole_cri_table_before_2_1(name):
+    text = fixture(name)
+    version = ALL[name][1]
+    result = ct.edit(text, params(drop_in=DROP_IN, set_as_default=True))
+    root = tomlkit.parse(result["text"]).unwrap()
+    assert root["imports"][-1] == DROP_IN
+    assert changed_lines(text, result["text"]) and all(
+        "imports" in line for line in changed_lines(text, result["text"]))
+    drop = tomlkit.parse(result["drop_in_text"]).unwrap()
+    assert drop["version"] == version
+    root_cri = root
+    drop_cri = drop
+    for key in cc.cri_table(version):
+        root_cri, drop_cri = root_cri[key], drop_cri[key]
+    # Everything of the root's CRI table is there (runc, sandbox image, CNI), plus ours.
+    for key, value in root_cri.items():
+        if key != "containerd":
+            assert drop_cri[key] == value
+    assert "runc" in drop_cri["containerd"]["runtimes"]
+    assert drop_cri["containerd"]["default_runtime_name"] == "nvidia"
+    assert drop_cri["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"].endswith("nvidia-container-runtime")
+    again = ct.edit(result["text"], params(drop_in=DROP_IN, set_as_default=True), drop_in_text=result["drop_in_text"])
+    assert again["text"] == result["text"] and again["drop_in_text"] == result["drop_in_text"]
+    assert again["changes"] == [] and again["restart_required"] is False
+    back = ct.edit(result["text"], params(drop_in=DROP_IN, state="absent"), drop_in_text=result["drop_in_text"])
+    assert back["text"] == text and back["drop_in_text"] is None
+    assert "drop_in %s: present (removed)" % DROP_IN in back["changes"]
+
+
+def test_drop_in_version_4_holds_only_runtimes():
+    text = fixture("2.3.4")
+    result = ct.edit(text, params(drop_in=DROP_IN))
+    drop = tomlkit.parse(result["drop_in_text"]).unwrap()
+    cri = drop["plugins"]["io.containerd.cri.v1.runtime"]
+    assert list(cri) == ["containerd"]
+    assert sorted(cri["containerd"]["runtimes"]) == ["nvidia", "nvidia-cdi", "nvidia-legacy"]
+    # Copied from the root's runc.
+    assert cri["containerd"]["runtimes"]["nvidia"]["sandboxer"] == "podsandbox"
+    assert drop["version"] == 4
+
+
+def test_drop_in_import_glob_already_covers():
+    text = fixture("imports")
+    result = ct.edit(text, params(drop_in=DROP_IN))
+    assert result["text"] == text
+    assert result["drop_in_text"]
+    back = ct.edit(text, params(drop_in=DROP_IN, state="absent"), drop_in_text=result["drop_in_text"])
+    assert back["text"] == text and back["drop_in_text"] is None
+
+
+def test_drop_in_missing_root():
+    result = ct.edit(None, params(drop_in=DROP_IN))
+    root = tomlkit.parse(result["text"]).unwrap()
+    assert root == {"version": 2, "imports": [DROP_IN]}
+    drop = tomlkit.parse(result["drop_in_text"]).unwrap()
+    assert "runc" in drop["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
+    back = ct.edit(result["text"], params(drop_in=DROP_IN, state="absent"), drop_in_text=result["drop_in_text"])
+    assert back["text"] == ""
+
+
+def test_drop_in_is_root():
+    with pytest.raises(cc.ConfigError, match="root config itself"):
+        ct.edit("", params(drop_in="/etc/containerd/config.toml"))
+
+
+def test_drop_in_imports_not_a_list():
+    with pytest.raises(cc.ConfigError, match="imports"):
+        ct.edit('version = 2\nimports = "x"\n', params(drop_in=DROP_IN))
+
+
+def test_drop_in_rewritten_when_hand_edited():
+    text = fixture("gke-cos")
+    result = ct.edit(text, params(drop_in=DROP_IN))
+    edited = result["drop_in_text"].replace("/usr/local/nvidia/toolkit/nvidia-container-runtime\"", "/wrong\"")
+    again = ct.edit(result["text"], params(drop_in=DROP_IN), drop_in_text=edited)
+    assert again["drop_in_text"] == result["drop_in_text"]
+    assert again["restart_required"] is True
+    assert any(c.startswith("drop_in %s: differs" % DROP_IN) for c in again["changes"])
