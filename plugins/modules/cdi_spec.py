@@ -85,6 +85,7 @@ options:
     description:
       - In O(mode=gpu), only these GPUs, each given by index (V(0)), C(gpuN) or UUID. An unknown GPU
         is an error. Default is every GPU.
+      - Setting it with O(mode=management) is an error, since that spec has the one device C(all).
     type: list
     elements: str
   all_device:
@@ -120,6 +121,10 @@ options:
         path with O(driver_root) stripped (C(/home/kubernetes/bin/nvidia/lib64/libcuda.so.X) becomes
         C(/lib64/libcuda.so.X)); with V(/usr/local/nvidia) (GKE's convention) it becomes
         C(/usr/local/nvidia/lib64/libcuda.so.X).
+      - Firmware and config files kept directly under a driver root that is not a full filesystem
+        (COS's C(firmware/), C(vulkan/) and C(share/)) go where their readers look, in
+        C(/lib/firmware/nvidia/<version>/), C(/etc/vulkan/), C(/usr/share/nvidia/). IPC sockets keep
+        their host path (less a driver container's root).
     type: str
   ldconfig_path:
     description:
