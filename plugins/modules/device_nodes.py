@@ -27,6 +27,8 @@ extends_documentation_fragment:
   - gpu_node.container_toolkit.attributes
   - gpu_node.container_toolkit.node
 attributes:
+  platform:
+    platforms: posix
   check_mode:
     support: full
   diff_mode:

@@ -39,6 +39,8 @@ extends_documentation_fragment:
   - gpu_node.container_toolkit.attributes
   - gpu_node.container_toolkit.node
 attributes:
+  platform:
+    platforms: posix
   action:
     support: full
   async:
@@ -577,6 +579,7 @@ class Installer:
             self.module.warn("not in src, so not installed: %s" % ", ".join(missing))
 
         remount = self.check_mount()
+        self.warn_if_writable()
         manifest, manifest_text = read_manifest(self.on_node) if os.path.isdir(self.on_node) else (None, None)
         previous = manifest["files"] if manifest else {}
         current = {}
@@ -605,6 +608,7 @@ class Installer:
         created_dirs += make_dirs(self.on_node, self.host_root)
         if remount:
             self.remount_exec(*remount)
+        self.clean_stale_staging()
         staging = tempfile.mkdtemp(dir=self.on_node, prefix=toolkit_layout.STAGING_PREFIX)
         try:
             staged = []
@@ -631,6 +635,22 @@ class Installer:
         new_manifest = toolkit_layout.render_manifest(self.install_dir, entries, created_dirs)
         atomic_write(os.path.join(self.on_node, toolkit_layout.MANIFEST_NAME), new_manifest.encode("utf-8"),
                      0o644, self.owner)
+
+    def clean_stale_staging(self):
+        """Remove staging directories left by an interrupted earlier run."""
+        for name in os.listdir(self.on_node):
+            path = os.path.join(self.on_node, name)
+            if name.startswith(toolkit_layout.STAGING_PREFIX) and os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+
+    def warn_if_writable(self):
+        try:
+            mode = os.stat(self.on_node).st_mode
+        except OSError:
+            return
+        if stat.S_IMODE(mode) & 0o022:
+            self.module.warn("install_dir %s is group- or world-writable (mode %04o): anyone who can write to it "
+                             "can replace the runtime" % (self.install_dir, stat.S_IMODE(mode)))
 
     # absent
     def absent(self):

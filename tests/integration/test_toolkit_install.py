@@ -205,12 +205,12 @@ def test_missing_src_and_diff(cos_node, tmp_path):
 
 # --- mounts, for real, inside a private mount namespace ---------------------------------
 
-def ansible_in_namespace(setup, args, tmp_path):
+def ansible_in_namespace(setup, args, tmp_path, out="out"):
     """Run ``setup`` then ``ansible -m toolkit_install`` in one private mount namespace."""
     cmd = ["ansible", "localhost", "-c", "local", "-i", "localhost,", "-m",
            "gpu_node.container_toolkit.toolkit_install", "-a", json.dumps(args)]
     script = setup + "\n" + " ".join(shlex.quote(c) for c in cmd) + " > %s || true\n" % shlex.quote(
-        str(tmp_path / "out"))
+        str(tmp_path / out))
     return script
 
 
@@ -259,6 +259,8 @@ def test_noexec_mount_and_exec_mount(cos_node, tmp_path):
 
     real = shlex.quote(str(cos_node.node_path(INSTALL + "/nvidia-ctk.real")))
     script = ansible_in_namespace(setup, args_for(cos_node, str(tree), exec_mount=True), tmp_path)
+    # A second run in the same namespace finds the exec bind mount and changes nothing.
+    script += ansible_in_namespace("", args_for(cos_node, str(tree), exec_mount=True), tmp_path, out="out2")
     script += ("TOOLKIT_RECORD={rec} {real} ran-after-remount\n"
                "grep ' {dir} ' /proc/self/mountinfo > {mnt}\n"
                "mount -o remount,bind,noexec {dir}\n"
@@ -268,6 +270,9 @@ def test_noexec_mount_and_exec_mount(cos_node, tmp_path):
     proc = namespace(script, env=env)
     result = parse((tmp_path / "out").read_text())
     assert not result.get("failed") and result["changed"] and result["exec_mount"] is True, result
+    again = parse((tmp_path / "out2").read_text())
+    assert not again["failed"] and again["changed"] is False and again["exec_mount"] is False, again
+    assert again["mount"]["mount_point"] == str(cos_node.node_path(INSTALL))
     assert "ran-on-noexec" not in proc.stdout
     assert [c["args"] for c in ta.read_records(tmp_path / "rec")] == [["ran-after-remount"]]
     options = (tmp_path / "mnt").read_text().split()[5].split(",")

@@ -341,3 +341,13 @@ def test_custom_config_path_and_fallback(node, monkeypatch):
     assert "NVIDIA_CTK_CONFIG_FILE_PATH='/etc/nvidia-container-runtime/config.toml'" in hook
     runtime = open(node.node_path(INSTALL + "/nvidia-container-runtime.cdi")).read()
     assert "exec '/usr/bin/crun' \"$@\"" in runtime
+
+
+def test_stale_staging_removed_and_writable_dir_warned(node, monkeypatch):
+    target = node.node_path(INSTALL)
+    os.makedirs(os.path.join(target, ".toolkit-staging-old", "sub"))
+    os.chmod(target, stat.S_IMODE(0o777))
+    result, failed = install(node, monkeypatch)
+    assert not failed and result["changed"]
+    assert any("world-writable" in w for w in result["warnings"])
+    assert not os.path.exists(os.path.join(target, ".toolkit-staging-old"))
