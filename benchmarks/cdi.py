@@ -31,10 +31,10 @@ HOOK = "/home/kubernetes/bin/nvidia/toolkit/nvidia-cdi-hook"
 
 
 def timed(func, runs, warmup=20):
-    for _ in range(warmup):
+    for _warmup in range(warmup):
         func()
     samples = []
-    for _ in range(runs):
+    for _run in range(runs):
         start = time.perf_counter()
         func()
         samples.append((time.perf_counter() - start) * 1000)
@@ -81,7 +81,7 @@ def main():
         cmd = ["ansible", "localhost", "-c", "local", "-i", "localhost,", "-m", "gpu_node.container_toolkit.cdi_spec",
                "-a", json.dumps({"host_root": root, "mode": "gpu", "hook_path": HOOK})]
         walls = []
-        for _ in range(args.task_runs):
+        for _task in range(args.task_runs):
             start = time.perf_counter()
             proc = subprocess.run(cmd, capture_output=True, text=True, env=ansible_env(), cwd=str(REPO), check=False)
             walls.append(time.perf_counter() - start)

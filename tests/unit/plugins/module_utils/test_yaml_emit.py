@@ -102,7 +102,7 @@ def test_rejects_what_cdi_never_holds(value):
 def test_random_strings_round_trip():
     rng = random.Random(20261203)  # noqa: S311 - reproducible test data, not secrets
     alphabet = "aZ09 _-./:=,+@#&*!|>'\"%`?[]{}~\\\t\n\r\0\x7f\x85\xa0é\u2028\ufeff\U0001F600yesnoYn"
-    for _ in range(3000):
-        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+    for _case in range(3000):
+        text = "".join(rng.choice(alphabet) for _char in range(rng.randint(0, 12)))
         doc = {"s": text, "l": [text, {"k": text}]}
         assert yaml.safe_load(yaml_emit.dump(doc)) == doc, repr(text)

@@ -20,6 +20,13 @@ def run(node, monkeypatch, check_mode=False, diff=False, **args):
     return run_module(cdi_spec.main, args, check_mode=check_mode, diff=diff, monkeypatch=monkeypatch)
 
 
+def ok(node, monkeypatch, **kwargs):
+    """Run the module and insist that it succeeded."""
+    result, failed = run(node, monkeypatch, **kwargs)
+    assert not failed, result
+    return result
+
+
 def written(node, path=MANAGEMENT_PATH):
     return node.node_path(path).read_text()
 
@@ -61,11 +68,11 @@ def test_management_spec_has_everything(fake_node_factory, monkeypatch, layout):
 
 
 def test_cos_config_files_and_sockets(cos_node, ubuntu_node, monkeypatch):
-    result, _ = run(cos_node, monkeypatch)
+    result = ok(cos_node, monkeypatch)
     mounts = {m["hostPath"]: m for m in result["spec"]["containerEdits"]["mounts"]}
     assert mounts["/home/kubernetes/bin/nvidia/vulkan/icd.d/nvidia_icd.json"]["containerPath"] == \
         "/etc/vulkan/icd.d/nvidia_icd.json"
-    result, _ = run(ubuntu_node, monkeypatch)
+    result = ok(ubuntu_node, monkeypatch)
     mounts = {m["hostPath"]: m for m in result["spec"]["containerEdits"]["mounts"]}
     assert "/usr/share/glvnd/egl_vendor.d/10_nvidia.json" in mounts
 
@@ -90,13 +97,13 @@ def test_gpu_mode_mig(fake_node_factory, monkeypatch):
     assert not failed, result
     names = [d.split("=")[1] for d in result["devices"]]
     assert names == ["0", "0:0", "0:1", "1", "1:0", "1:1", "all"]
-    management, _ = run(node, monkeypatch)
+    management = ok(node, monkeypatch)
     paths = [n["path"] for n in management["spec"]["devices"][0]["containerEdits"]["deviceNodes"]]
     assert "/dev/nvidia-caps/nvidia-cap1" in paths and "/dev/nvidia-caps/nvidia-cap10" in paths
 
 
 def test_idempotent_bytes_and_mtime_untouched(cos_node, monkeypatch):
-    first, _ = run(cos_node, monkeypatch, mode="gpu")
+    first = ok(cos_node, monkeypatch, mode="gpu")
     target = cos_node.node_path("/etc/cdi/nvidia.yaml")
     os.utime(target, (1_000_000_000, 1_000_000_000))
     before = target.read_bytes()
@@ -114,14 +121,14 @@ def test_check_mode_and_diff(cos_node, monkeypatch):
     assert not cos_node.node_path(MANAGEMENT_PATH).exists()
     assert result["diff"]["before"] == "" and "kind: management.nvidia.com/gpu" in result["diff"]["after"]
     run(cos_node, monkeypatch)
-    result, _ = run(cos_node, monkeypatch, check_mode=True, diff=True)
+    result = ok(cos_node, monkeypatch, check_mode=True, diff=True)
     assert result["changed"] is False and "diff" not in result
 
 
 def test_driver_upgrade_rewrites(fake_node_factory, monkeypatch):
     old = fake_node_factory("cos", driver_version="535.104.12")
     new = fake_node_factory("cos", driver_version="550.54.15")
-    result, _ = run(old, monkeypatch)
+    result = ok(old, monkeypatch)
     target = new.node_path(MANAGEMENT_PATH)
     target.parent.mkdir(parents=True)
     target.write_text(written(old))
@@ -140,22 +147,22 @@ def test_json_format_and_mode_fix(cos_node, monkeypatch):
     target = cos_node.node_path("/etc/cdi/nvidia.json")
     assert json.loads(target.read_text()) == result["spec"]
     target.chmod(0o600)
-    result, _ = run(cos_node, monkeypatch, path="/etc/cdi/nvidia.json", mode="gpu", check_mode=True)
+    result = ok(cos_node, monkeypatch, path="/etc/cdi/nvidia.json", mode="gpu", check_mode=True)
     assert result["changed"] is True and target.stat().st_mode & 0o777 == 0o600
-    result, _ = run(cos_node, monkeypatch, path="/etc/cdi/nvidia.json", mode="gpu")
+    result = ok(cos_node, monkeypatch, path="/etc/cdi/nvidia.json", mode="gpu")
     assert result["changed"] is True and target.stat().st_mode & 0o777 == 0o644
-    result, _ = run(cos_node, monkeypatch, path="/etc/cdi/nvidia.json", mode="gpu", format="yaml")
+    result = ok(cos_node, monkeypatch, path="/etc/cdi/nvidia.json", mode="gpu", format="yaml")
     assert result["changed"] is True and target.read_text().startswith("# Generated")
 
 
 def test_state_absent(cos_node, monkeypatch):
     run(cos_node, monkeypatch)
-    result, _ = run(cos_node, monkeypatch, state="absent", check_mode=True, diff=True)
+    result = ok(cos_node, monkeypatch, state="absent", check_mode=True, diff=True)
     assert result["changed"] is True and cos_node.node_path(MANAGEMENT_PATH).exists()
     assert result["diff"]["after"] == ""
-    result, _ = run(cos_node, monkeypatch, state="absent")
+    result = ok(cos_node, monkeypatch, state="absent")
     assert result["changed"] is True and not cos_node.node_path(MANAGEMENT_PATH).exists()
-    result, _ = run(cos_node, monkeypatch, state="absent")
+    result = ok(cos_node, monkeypatch, state="absent")
     assert result["changed"] is False
 
 
