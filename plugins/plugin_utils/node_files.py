@@ -117,6 +117,11 @@ class NodeFiles:
             return False, None
         if check_mode:
             return True, None
+        if not node_file.exists:
+            parent = posixpath.dirname(node_file.node_path)
+            made = self._module("ansible.builtin.file", {"path": parent, "state": "directory"})
+            if made.get("failed"):
+                raise NodeFileError("could not create the directory of %s: %s" % (node_file.host_path, made.get("msg")))
         action = self._action
         new_task = action._task.copy()
         args = {"content": text, "dest": node_file.node_path, "follow": True, "backup": bool(backup)}

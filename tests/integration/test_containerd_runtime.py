@@ -1,0 +1,256 @@
+# -*- coding: utf-8 -*-
+"""containerd_runtime through real ansible, checked by a real containerd (Debian's 1.6.20).
+
+Each config is first pointed at a temporary directory (sockets, root, state, runc's root) so
+that a real daemon can start on the edited file; then the module edits it as it would on a
+node, and ``containerd config dump`` and the CRI ``Status`` call say what containerd made of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import cri
+import pytest
+import tomlkit
+from ansible_runner import ansible_env, run_module
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "containerd"
+CONFIG = "/etc/containerd/config.toml"
+NVIDIA = ("nvidia", "nvidia-cdi", "nvidia-legacy")
+COS_TOOLKIT = "/home/kubernetes/bin/nvidia/toolkit"
+
+needs_containerd = pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("containerd"),
+    reason="needs root and containerd (apt-get install -y containerd runc)",
+)
+
+
+@pytest.fixture
+def workdir():
+    """A short directory (unix socket paths are limited to 108 bytes)."""
+    path = Path(tempfile.mkdtemp(prefix="ctd"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def node_with(root, fixture_name, workdir, isolate=True):
+    text = (FIXTURES / fixture_name).read_text()
+    sock = None
+    if isolate:
+        text, sock = cri.isolate(text, workdir)
+    config = Path(root) / CONFIG.lstrip("/")
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(text)
+    return config, text, sock
+
+
+def four_runs(args):
+    """check, real, check, real: the changed flags must be true, true, false, false."""
+    results = [run_module("containerd_runtime", args, check=check) for check in (True, False, True, False)]
+    for result in results:
+        assert result["_rc"] == 0, result
+    assert [r["changed"] for r in results] == [True, True, False, False]
+    assert [r["restart_required"] for r in results] == [True, True, False, False]
+    return results
+
+
+def runtimes_seen(status):
+    return status["info"]["config"]["containerd"]["runtimes"]
+
+
+@needs_containerd
+def test_gke_cos_config_done_when(tmp_path, workdir):
+    """The issue's "done when", on a GKE-on-COS style config with comments."""
+    config, original, sock = node_with(tmp_path, "gke-cos.toml", workdir)
+    args = {"host_root": str(tmp_path), "install_dir": COS_TOOLKIT, "enable_cdi": True}
+    results = four_runs(args)
+    assert "runtime nvidia: missing (added, copied from runc)" in results[1]["changes"]
+    assert results[1]["config_version"] == 2 and results[1]["path"] == CONFIG
+    edited = config.read_text()
+    for line in original.splitlines():
+        if line.strip().startswith("#"):
+            assert line in edited.splitlines()
+
+    assert tomlkit.parse(edited)["plugins"]["io.containerd.grpc.v1.cri"]["enable_cdi"] is True
+    dump = cri.config_dump(config)["plugins"]["io.containerd.grpc.v1.cri"]
+    # containerd 1.7 added enable_cdi; 1.6.20 loads the file and drops the key it does not know.
+    assert dump.get("enable_cdi", True) is True
+    assert dump["containerd"]["default_runtime_name"] == "runc"
+    assert dump["cni"]["bin_dir"] == "/home/kubernetes/bin"
+    for name in NVIDIA:
+        runtime = dump["containerd"]["runtimes"][name]
+        suffix = "" if name == "nvidia" else "." + name.split("-")[1]
+        assert runtime["options"]["BinaryName"] == COS_TOOLKIT + "/nvidia-container-runtime" + suffix
+        assert runtime["options"]["SystemdCgroup"] is True
+    with cri.Containerd(config, sock, workdir / "containerd.log"):
+        status = cri.status(sock)
+    assert status["conditions"]["RuntimeReady"] is True
+    handlers = runtimes_seen(status)
+    assert sorted(handlers) == ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]
+    assert handlers["nvidia"]["options"]["BinaryName"] == COS_TOOLKIT + "/nvidia-container-runtime"
+    assert handlers["nvidia"]["options"]["SystemdCgroup"] is True
+    assert status["info"]["config"].get("enableCDI", True) is True
+
+    removed = run_module("containerd_runtime", dict(args, state="absent"), diff=True)
+    assert removed["changed"] is True and removed["restart_required"] is True
+    assert "-[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia]" in removed["_diff_text"]
+    assert config.read_text() == original
+    again = run_module("containerd_runtime", dict(args, state="absent"))
+    assert again["changed"] is False and again["restart_required"] is False
+
+
+@needs_containerd
+def test_default_config_set_as_default_with_backup_and_diff(tmp_path, workdir):
+    config, original, sock = node_with(tmp_path, "containerd-1.6.20-default.toml", workdir)
+    args = {"host_root": str(tmp_path), "set_as_default": True, "backup": True}
+    result = run_module("containerd_runtime", args, diff=True)
+    assert result["changed"] is True, result
+    backup = tmp_path / result["backup_file"].lstrip("/")
+    assert result["backup_file"].startswith(CONFIG + ".") and backup.read_text() == original
+    diff = result["_diff_text"]
+    assert '-      default_runtime_name = "runc"' in diff
+    assert '+      default_runtime_name = "nvidia" # gpu_node.container_toolkit previous value: "runc"' in diff
+    # Only added lines apart from the default runtime.
+    removed = [line for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert removed == ['-      default_runtime_name = "runc"']
+    assert cri.config_dump(config)["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["default_runtime_name"] == "nvidia"
+    with cri.Containerd(config, sock, workdir / "containerd.log"):
+        handlers = runtimes_seen(cri.status(sock))
+    assert sorted(handlers) == ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]
+    assert handlers["nvidia-cdi"]["options"]["BinaryName"] == "/usr/local/nvidia/toolkit/nvidia-container-runtime.cdi"
+    mode_before = backup.stat().st_mode
+    removed = run_module("containerd_runtime", {"host_root": str(tmp_path), "state": "absent"})
+    assert removed["changed"] is True and "default_runtime_name: 'nvidia' -> 'runc' (restored)" in removed["changes"]
+    assert config.read_text() == original
+    assert config.stat().st_mode == mode_before
+
+
+@needs_containerd
+def test_drop_in_keeps_runc_and_cri_settings(tmp_path, workdir):
+    """containerd 1.6 replaces the CRI table from imports: the drop-in must carry all of it."""
+    text, sock = cri.isolate((FIXTURES / "gke-cos.toml").read_text(), workdir)
+    config = tmp_path / "config.toml"
+    config.write_text(text)
+    drop_in = tmp_path / "conf.d" / "99-nvidia.toml"
+    drop_in.parent.mkdir()
+    args = {"path": str(config), "drop_in": str(drop_in), "set_as_default": True}
+    result = run_module("containerd_runtime", args)
+    assert result["changed"] is True and result["drop_in"] == str(drop_in), result
+    assert run_module("containerd_runtime", args, check=True)["changed"] is False
+    assert tomlkit.parse(config.read_text())["imports"] == [str(drop_in)]
+    dump = cri.config_dump(config)["plugins"]["io.containerd.grpc.v1.cri"]
+    assert sorted(dump["containerd"]["runtimes"]) == ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]
+    assert dump["containerd"]["default_runtime_name"] == "nvidia"
+    assert dump["sandbox_image"] == "gke.gcr.io/pause:3.8"
+    assert dump["cni"]["bin_dir"] == "/home/kubernetes/bin"
+    with cri.Containerd(config, sock, workdir / "containerd.log"):
+        assert sorted(runtimes_seen(cri.status(sock))) == ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]
+    removed = run_module("containerd_runtime", dict(args, state="absent"))
+    assert removed["changed"] is True
+    assert config.read_text() == text and not drop_in.exists()
+
+
+def test_fake_cos_node(cos_node):
+    """The fake COS node's own GKE config; paths written are host paths, never host_root."""
+    config = Path(cos_node.node_path(CONFIG))
+    original = config.read_text()
+    result = run_module("containerd_runtime", {"host_root": str(cos_node.root), "install_dir": COS_TOOLKIT})
+    assert result["changed"] is True and result["config_version"] == 2, result
+    text = config.read_text()
+    assert str(cos_node.root) not in text
+    runtimes = tomlkit.parse(text).unwrap()["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
+    assert runtimes["nvidia"]["options"]["BinaryName"] == COS_TOOLKIT + "/nvidia-container-runtime"
+    assert runtimes["nvidia"]["options"]["SystemdCgroup"] is True
+    assert run_module("containerd_runtime", {"host_root": str(cos_node.root), "state": "absent"})["changed"] is True
+    assert config.read_text() == original
+
+
+def test_missing_file(tmp_path):
+    """No config at all: one is created (version 2: no containerd on this node), runc kept."""
+    result = run_module("containerd_runtime", {"host_root": str(tmp_path)})
+    assert result["changed"] is True
+    assert result["config_version_source"] == "default (containerd not found on the node)"
+    data = tomlkit.parse((tmp_path / CONFIG.lstrip("/")).read_text()).unwrap()
+    runtimes = data["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
+    assert sorted(runtimes) == ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]
+
+
+def test_empty_file_version_from_node_containerd(tmp_path):
+    config = tmp_path / CONFIG.lstrip("/")
+    config.parent.mkdir(parents=True)
+    config.write_text("")
+    fake = tmp_path / "usr" / "bin" / "containerd"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("#!/bin/sh\necho 'containerd github.com/containerd/containerd/v2 v2.0.11 abc'\n")
+    fake.chmod(0o755)
+    result = run_module("containerd_runtime", {"host_root": str(tmp_path)})
+    assert result["config_version"] == 3 and result["config_version_source"] == "containerd 2.0 on the node"
+    assert "io.containerd.cri.v1.runtime" in tomlkit.parse(config.read_text())["plugins"]
+
+
+def test_symlinked_config_edits_target(tmp_path):
+    target = tmp_path / "home" / "containerd" / "config.toml"
+    target.parent.mkdir(parents=True)
+    original = (FIXTURES / "containerd-1.7.34-default.toml").read_text()
+    target.write_text(original)
+    link = tmp_path / CONFIG.lstrip("/")
+    link.parent.mkdir(parents=True)
+    link.symlink_to("/home/containerd/config.toml")   # absolute, inside host_root
+    result = run_module("containerd_runtime", {"host_root": str(tmp_path)})
+    assert result["changed"] is True and result["path"] == "/home/containerd/config.toml"
+    assert result["symlinks"] == ["%s is a symlink; edited its target /home/containerd/config.toml" % CONFIG]
+    assert link.is_symlink() and "runtimes.nvidia]" in target.read_text()
+
+
+BAD_INPUT = [
+    ("broken TOML", 'version = 2\n[plugins\n', {},
+     "%s: %s is not valid TOML" % (CONFIG, CONFIG)),
+    ("runtimes not a table", 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\nruntimes = 3\n', {},
+     'plugins."io.containerd.grpc.v1.cri".containerd.runtimes must be a table, but it is a int (3)'),
+    ("unknown version", 'version = 5\n', {}, "containerd config version 5 is not supported by this module"),
+    ("failing validate", (FIXTURES / "gke-cos.toml").read_text(),
+     {"validate": "sh -c 'echo config rejected >&2; exit 3' %s"},
+     "failed to validate (rc 3: config rejected)"),
+]
+
+
+@pytest.mark.parametrize("text, extra, message", [case[1:] for case in BAD_INPUT], ids=[case[0] for case in BAD_INPUT])
+def test_bad_input_leaves_file_alone(tmp_path, text, extra, message):
+    config = tmp_path / CONFIG.lstrip("/")
+    config.parent.mkdir(parents=True)
+    config.write_text(text)
+    result = run_module("containerd_runtime", dict({"host_root": str(tmp_path)}, **extra))
+    assert result["_rc"] != 0 and result["changed"] is False
+    assert message in result["msg"], result["msg"]
+    assert "left as it was" in result["msg"]
+    assert config.read_text() == text
+    assert sorted(p.name for p in config.parent.iterdir()) == ["config.toml"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare for a read-only bind mount")
+def test_read_only_file_system(tmp_path):
+    """The node's /etc is a read-only bind mount (inside ``unshare -m``, so only ansible sees it)."""
+    etc = tmp_path / "etc" / "containerd"
+    etc.mkdir(parents=True)
+    original = (FIXTURES / "gke-cos.toml").read_text()
+    (etc / "config.toml").write_text(original)
+    args = json.dumps({"host_root": str(tmp_path)})
+    script = (
+        'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && '
+        'exec ansible localhost -c local -i localhost, -m gpu_node.container_toolkit.containerd_runtime -a "$2"'
+    )
+    proc = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", str(tmp_path / "etc"), args],
+        capture_output=True, text=True, env=ansible_env(ANSIBLE_STDOUT_CALLBACK="minimal"), check=False,
+    )
+    assert proc.returncode != 0, proc.stdout
+    result = json.loads(proc.stdout[proc.stdout.index("{", proc.stdout.index("localhost | ")):])
+    assert "could not write %s" % CONFIG in result["msg"]
+    assert "not writable" in result["msg"] or "Read-only file system" in result["msg"]
+    assert (etc / "config.toml").read_text() == original
