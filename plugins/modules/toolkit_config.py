@@ -1,0 +1,179 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpu_node.container_toolkit
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+# The work is done by the action plugin of the same name (plugins/action/toolkit_config.py).
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: toolkit_config
+short_description: Write the NVIDIA Container Toolkit's config.toml
+version_added: 0.1.0
+description:
+  - Writes the C(config.toml) read by C(nvidia-container-runtime), its hook and
+    C(nvidia-container-cli), by default at C(<install_dir>/.config/nvidia-container-runtime/config.toml),
+    where the wrappers installed by M(gpu_node.container_toolkit.toolkit_install) point.
+  - The file is read from the node, edited on the controller with C(tomlkit) and written back
+    atomically only when its bytes change. Only the keys this module manages are set; comments,
+    other keys and tables a user added are kept.
+  - "Sets C(nvidia-container-cli.root) (O(driver_root)), C(.path), C(.ldconfig), C(.load-kmods);
+    C(nvidia-container-runtime.mode), C(.runtimes), C(.modes.cdi.default-kind),
+    C(.modes.cdi.annotation-prefixes), C(.modes.cdi.spec-dirs); C(nvidia-container-runtime-hook.path)
+    and C(.skip-mode-detection); C(nvidia-ctk.path); and anything in O(settings)."
+author:
+  - GPU node maintainers (@gpu-node)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - gpu_node.container_toolkit.attributes
+  - gpu_node.container_toolkit.node
+attributes:
+  check_mode:
+    support: full
+    details: Nothing is written in check mode.
+  diff_mode:
+    support: full
+    details: The diff shows the file's text before and after.
+  safe_file_operations:
+    support: full
+  idempotent:
+    support: full
+  platform:
+    platforms: posix
+options:
+  path:
+    description:
+      - Host path of the config file.
+      - Defaults to C(<install_dir>/.config/nvidia-container-runtime/config.toml).
+    type: str
+  install_dir:
+    description: Host directory of the installed toolkit binaries.
+    type: str
+    default: /usr/local/nvidia/toolkit
+  driver_root:
+    description:
+      - Host path of the driver's files, written as C(nvidia-container-cli.root).
+      - On GKE's Container-Optimized OS this is V(/home/kubernetes/bin/nvidia).
+    type: str
+    default: /
+  ldconfig:
+    description:
+      - The C(nvidia-container-cli.ldconfig) value; a leading C(@) means a host path.
+      - V(auto) uses C(@/sbin/ldconfig.real) when that exists under O(host_root), else
+        C(@/sbin/ldconfig). The driver root's own ldconfig is used only when O(driver_root) is a
+        full filesystem (it has C(etc/ld.so.cache) and an C(sbin/ldconfig)), as in a driver
+        container; GKE's driver directory has no C(sbin/), so it is never pointed into.
+    type: str
+    default: auto
+  mode:
+    description: C(nvidia-container-runtime.mode).
+    type: str
+    choices: [auto, cdi, legacy, csv]
+    default: auto
+  runtimes:
+    description:
+      - C(nvidia-container-runtime.runtimes), the low-level runtimes it runs.
+      - By default, the C(BinaryName) of the C(runc) runtime in O(containerd_config) when that is
+        set, else V(runc) and V(crun).
+    type: list
+    elements: str
+  containerd_config:
+    description: Host path of containerd's config, read for the default of O(runtimes).
+    type: str
+    default: /etc/containerd/config.toml
+  default_kind:
+    description: C(nvidia-container-runtime.modes.cdi.default-kind). Left alone when not given.
+    type: str
+  annotation_prefixes:
+    description: C(nvidia-container-runtime.modes.cdi.annotation-prefixes). Left alone when not given.
+    type: list
+    elements: str
+  spec_dirs:
+    description: C(nvidia-container-runtime.modes.cdi.spec-dirs). Left alone when not given.
+    type: list
+    elements: str
+  settings:
+    description:
+      - Any other keys, as a nested dict of tables and values; for example a C(nvidia-container-cli)
+        dict holding C(debug) sets C(nvidia-container-cli.debug). See the examples.
+      - Merged over the keys set by the other options.
+    type: dict
+    default: {}
+  state:
+    description: V(present) writes the file; V(absent) removes it.
+    type: str
+    choices: [present, absent]
+    default: present
+  backup:
+    description: Keep a timestamped copy of the file before it is replaced.
+    type: bool
+    default: false
+notes:
+  - Paths written into the file are host paths and never contain O(host_root).
+seealso:
+  - module: gpu_node.container_toolkit.toolkit_install
+  - module: gpu_node.container_toolkit.containerd_runtime
+"""
+
+EXAMPLES = r"""
+---
+- name: Configure the toolkit on GKE's Container-Optimized OS
+  gpu_node.container_toolkit.toolkit_config:
+    install_dir: /home/kubernetes/bin/nvidia/toolkit
+    driver_root: /home/kubernetes/bin/nvidia
+
+- name: CDI mode, with a debug log
+  gpu_node.container_toolkit.toolkit_config:
+    mode: cdi
+    default_kind: nvidia.com/gpu
+    spec_dirs: [/etc/cdi, /var/run/cdi]
+    settings:
+      nvidia-container-runtime:
+        log-level: debug
+"""
+
+RETURN = r"""
+changed:
+  description: Whether the file was (or, in check mode, would be) written or removed.
+  returned: always
+  type: bool
+  sample: true
+path:
+  description: Host path of the config file (a symlink's target).
+  returned: always
+  type: str
+  sample: /home/kubernetes/bin/nvidia/toolkit/.config/nvidia-container-runtime/config.toml
+changes:
+  description: One line per key that differed.
+  returned: always
+  type: list
+  elements: str
+  sample: ["nvidia-container-cli.root: '/' -> '/home/kubernetes/bin/nvidia'"]
+ldconfig:
+  description: The C(nvidia-container-cli.ldconfig) value written.
+  returned: when O(state=present)
+  type: str
+  sample: "@/sbin/ldconfig"
+ldconfig_source:
+  description: Why RV(ldconfig) was chosen.
+  returned: when O(state=present)
+  type: str
+  sample: the host's /sbin/ldconfig
+settings:
+  description: The whole file's content after the edit, as data.
+  returned: when O(state=present)
+  type: dict
+  sample: {nvidia-container-cli: {root: /home/kubernetes/bin/nvidia, ldconfig: "@/sbin/ldconfig"}}
+symlinks:
+  description: A line when O(path) is a symlink, naming the target that was edited.
+  returned: when O(path) is a symlink
+  type: list
+  elements: str
+  sample: ["/etc/nvidia-container-runtime/config.toml is a symlink; edited its target /x/config.toml"]
+backup_file:
+  description: Host path of the backup copy.
+  returned: when O(backup=true) and the file was replaced
+  type: str
+  sample: /usr/local/nvidia/toolkit/.config/nvidia-container-runtime/config.toml.123.2024-01-01@10:00:00~
+"""
