@@ -132,7 +132,7 @@ def select_sources(tree):
     return sources, missing
 
 
-def render_wrapper(kind, install_dir, real_path, fallback_runtime="runc", config_path=None):
+def render_wrapper(kind, install_dir, real_path, low_level_runtime="runc", config_path=None):
     """The ``/bin/sh`` wrapper that runs ``real_path`` with the toolkit's environment."""
     config_path = config_path or default_config_path(install_dir)
     lines = [
@@ -142,8 +142,8 @@ def render_wrapper(kind, install_dir, real_path, fallback_runtime="runc", config
     if kind == "runtime":
         lines += [
             "if ! grep -q '^nvidia ' /proc/modules 2>/dev/null; then",
-            "\techo \"nvidia driver modules are not loaded, invoking \"%s\" directly\" >&2" % quote(fallback_runtime),
-            "\texec %s \"$@\"" % quote(fallback_runtime),
+            "\techo \"nvidia driver modules are not loaded, invoking \"%s\" directly\" >&2" % quote(low_level_runtime),
+            "\texec %s \"$@\"" % quote(low_level_runtime),
             "fi",
         ]
     exported = ["PATH"]
@@ -159,7 +159,7 @@ def render_wrapper(kind, install_dir, real_path, fallback_runtime="runc", config
     return "\n".join(lines) + "\n"
 
 
-def desired_entries(sources, install_dir, fallback_runtime="runc", config_path=None):
+def desired_entries(sources, install_dir, low_level_runtime="runc", config_path=None):
     """What ``install_dir`` should hold, by name.
 
     Values: ``{"type": "file", "source": tree path, "mode"}`` (content from the source tree),
@@ -172,7 +172,7 @@ def desired_entries(sources, install_dir, fallback_runtime="runc", config_path=N
             real = name + ".real"
             entries[real] = {"type": "file", "source": source, "mode": EXEC_MODE}
             text = render_wrapper(kinds[name], install_dir, posixpath.join(install_dir, real),
-                                  fallback_runtime, config_path)
+                                  low_level_runtime, config_path)
             entries[name] = {"type": "file", "content": text.encode("utf-8"), "mode": EXEC_MODE}
         elif name in PLAIN:
             entries[name] = {"type": "file", "source": source, "mode": EXEC_MODE}

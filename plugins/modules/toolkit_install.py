@@ -20,7 +20,7 @@ description:
     link to the versioned libraries.
   - Every wrapper puts O(install_dir) first in E(PATH). The runtime and hook wrappers set
     E(NVIDIA_CTK_CONFIG_FILE_PATH) to O(config_path); the CLI wrapper puts O(install_dir) first in
-    E(LD_LIBRARY_PATH). The runtime wrappers run O(fallback_runtime) instead when the C(nvidia)
+    E(LD_LIBRARY_PATH). The runtime wrappers run O(low_level_runtime) instead when the C(nvidia)
     kernel module is not loaded.
   - Files are staged in a temporary directory inside O(install_dir), then renamed into place;
     a failure leaves the previous install as it was. Only files whose content, mode or owner
@@ -108,7 +108,7 @@ options:
     type: str
     choices: [present, absent]
     default: present
-  fallback_runtime:
+  low_level_runtime:
     description:
       - The low-level runtime the runtime wrappers run instead when the C(nvidia) kernel module is
         not loaded. A name looked up in E(PATH), or an absolute host path.
@@ -565,7 +565,7 @@ class Installer:
                                    % (", ".join(missing), ", ".join(d or "." for d in toolkit_layout.BIN_DIRS)))
             config_path = self.module.params["config_path"]
             entries = toolkit_layout.desired_entries(
-                sources, self.install_dir, self.module.params["fallback_runtime"],
+                sources, self.install_dir, self.module.params["low_level_runtime"],
                 node_model.normalize_host_path(config_path) if config_path else None)
             contents = {}
             for name, entry in entries.items():
@@ -698,7 +698,7 @@ def main():
         validate_certs={"type": "bool", "default": True},
         install_dir={"type": "path", "default": "/usr/local/nvidia/toolkit"},
         state={"type": "str", "choices": ["present", "absent"], "default": "present"},
-        fallback_runtime={"type": "str", "default": "runc"},
+        low_level_runtime={"type": "str", "default": "runc"},
         config_path={"type": "path"},
         exec_mount={"type": "bool", "default": False},
     )

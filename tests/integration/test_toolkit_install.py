@@ -83,7 +83,7 @@ def test_cos_tree_install_wrappers_and_removal(cos_node, tmp_path):
     fallback = tmp_path / "fallback-runc"
     fallback.write_text(ta.stand_in("fallback-runc"))
     fallback.chmod(0o755)
-    args = args_for(cos_node, str(tree), fallback_runtime=str(fallback))
+    args = args_for(cos_node, str(tree), low_level_runtime=str(fallback))
     results = four_runs(args)
     assert installed(cos_node) == EXPECTED
     assert sorted(results[1]["added"]) == EXPECTED
