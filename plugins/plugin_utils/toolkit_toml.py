@@ -51,7 +51,9 @@ def edit(text, wanted, name="config.toml"):
             table[key] = tomlkit.table()
         else:
             set_value(table, key, value, comment=_comment(table, key) if exists else None)
-        tracker.add(dotted, current, value, reason="unset -> %r" % (value,) if not exists else "%r -> %r" % (current, value))
+        # (type, value): 1 and true are equal in Python but not in TOML.
+        reason = "%r -> %r" % (current, value) if exists else "unset -> %r" % (value,)
+        tracker.add(dotted, (type(current).__name__, current), (type(value).__name__, value), reason=reason)
     new_text = doc.as_string()
     return {"text": new_text, "changes": tracker.reasons(), "settings": doc.unwrap()}
 
