@@ -61,11 +61,10 @@ class ActionModule(ActionBase):
         return result
 
     def _containerd_version(self, files, host_root):
-        for candidate in cc.CONTAINERD_BINARIES:
-            if files.exists(host_root, candidate):
-                rc, stdout = files.run([node_path(host_root, candidate), "--version"])
-                if rc == 0:
-                    return stdout
+        for candidate in files.existing(host_root, list(cc.CONTAINERD_BINARIES)):
+            rc, stdout = files.run([node_path(host_root, candidate), "--version"])
+            if rc == 0:
+                return stdout
         return None
 
     def _run(self, args, task_vars):

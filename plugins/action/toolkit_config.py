@@ -69,12 +69,11 @@ class ActionModule(ActionBase):
             if changed and self._task.diff:
                 out["diff"] = [diff_entry(node_file.host_path, node_file.text, node_file.host_path, None)]
             return out
-        existing = [p for p in tc.ldconfig_candidates(args["driver_root"]) if files.exists(host_root, p)]
+        existing = files.existing(host_root, tc.ldconfig_candidates(args["driver_root"]))
         ldconfig, ldconfig_source = tc.choose_ldconfig(args["ldconfig"], args["driver_root"], existing)
         runc_binary = None
         if not args["runtimes"]:
-            containerd = files.read(host_root, args["containerd_config"])
-            runc_binary = tt.runtime_binary(containerd.text)
+            runc_binary = tt.runtime_binary(files.read_text(host_root, args["containerd_config"]))
         wanted = tc.wanted_settings(
             install_dir=args["install_dir"],
             driver_root=args["driver_root"],

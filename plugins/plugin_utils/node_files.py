@@ -79,8 +79,26 @@ class NodeFiles:
             raise NodeFileError("could not stat %s: %s" % (path, result.get("msg")))
         return result["stat"]
 
-    def exists(self, host_root, host_path):
-        return bool(self._stat(node_path(host_root, host_path)).get("exists"))
+    def existing(self, host_root, host_paths):
+        """The host paths, of ``host_paths``, that exist on the node: one ``ls -d`` for all of them."""
+        if not host_paths:
+            return []
+        by_node = {node_path(host_root, p): p for p in host_paths}
+        result = self._module("ansible.builtin.command", {"argv": ["ls", "-d", "--"] + list(by_node)})
+        if result.get("rc") is None:
+            raise NodeFileError("could not list %s: %s" % (", ".join(host_paths), result.get("msg")))
+        found = set(result.get("stdout", "").splitlines())
+        return [by_node[p] for p in by_node if p in found]
+
+    def read_text(self, host_root, host_path):
+        """The text of ``host_path``, or None when it cannot be read (one ``slurp``, no stat)."""
+        result = self._module("ansible.builtin.slurp", {"src": node_path(host_root, host_path)})
+        if result.get("failed"):
+            return None
+        try:
+            return base64.b64decode(result["content"]).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return None
 
     def read(self, host_root, host_path):
         """Find ``host_path`` under ``host_root`` (following symlinks there) and read it as text."""

@@ -1,0 +1,77 @@
+# -*- coding: utf-8 -*-
+"""toolkit_config through real ansible on fake GPU nodes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import tomlkit
+from ansible_runner import run_module
+
+COS_ROOT = "/home/kubernetes/bin/nvidia"
+COS_TOOLKIT = COS_ROOT + "/toolkit"
+COS_CONFIG = COS_TOOLKIT + "/.config/nvidia-container-runtime/config.toml"
+
+
+def test_cos_node_done_when(cos_node):
+    """root is the COS driver dir, ldconfig the host's /sbin/ldconfig; check, real, check, real."""
+    args = {"host_root": str(cos_node.root), "install_dir": COS_TOOLKIT, "driver_root": COS_ROOT}
+    results = [run_module("toolkit_config", args, check=check) for check in (True, False, True, False)]
+    assert [r["_rc"] for r in results] == [0, 0, 0, 0], results
+    assert [r["changed"] for r in results] == [True, True, False, False]
+    assert results[1]["path"] == COS_CONFIG
+    assert results[1]["ldconfig_source"] == "the host's /sbin/ldconfig"
+    text = Path(cos_node.node_path(COS_CONFIG)).read_text()
+    assert 'root = "/home/kubernetes/bin/nvidia"' in text
+    assert 'ldconfig = "@/sbin/ldconfig"' in text
+    assert str(cos_node.root) not in text
+    data = tomlkit.parse(text).unwrap()
+    assert data["nvidia-container-runtime"]["runtimes"] == ["runc", "crun"]
+    assert data["nvidia-container-runtime-hook"]["path"] == COS_TOOLKIT + "/nvidia-container-runtime-hook"
+    removed = run_module("toolkit_config", dict(args, state="absent"))
+    assert removed["changed"] is True and not Path(cos_node.node_path(COS_CONFIG)).exists()
+    assert run_module("toolkit_config", dict(args, state="absent"))["changed"] is False
+
+
+def test_ubuntu_node_user_edits_kept(ubuntu_node):
+    """ldconfig.real on Debian-like hosts; a user's comments and keys survive; --diff; runc from containerd."""
+    config = Path(ubuntu_node.node_path("/usr/local/nvidia/toolkit/.config/nvidia-container-runtime/config.toml"))
+    config.parent.mkdir(parents=True)
+    config.write_text('# mine\n[nvidia-container-cli]\n  debug = "/var/log/cli.log" # keep\n')
+    containerd = Path(ubuntu_node.node_path("/etc/containerd/config.toml"))
+    containerd.parent.mkdir(parents=True, exist_ok=True)
+    containerd.write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n'
+                          '  BinaryName = "/usr/sbin/runc"\n')
+    args = {"host_root": str(ubuntu_node.root), "mode": "cdi", "spec_dirs": ["/var/run/cdi"],
+            "settings": {"nvidia-container-runtime": {"log-level": "debug"}}, "backup": True}
+    result = run_module("toolkit_config", args, diff=True)
+    assert result["changed"] is True, result
+    assert result["ldconfig"] == "@/sbin/ldconfig.real"
+    assert "+  ldconfig = \"@/sbin/ldconfig.real\"" in result["_diff_text"]
+    assert Path(ubuntu_node.node_path(result["backup_file"])).exists()
+    text = config.read_text()
+    assert text.startswith('# mine\n[nvidia-container-cli]\n  debug = "/var/log/cli.log" # keep\n')
+    data = tomlkit.parse(text).unwrap()
+    assert data["nvidia-container-runtime"]["runtimes"] == ["/usr/sbin/runc"]
+    assert data["nvidia-container-runtime"]["mode"] == "cdi"
+    assert data["nvidia-container-runtime"]["log-level"] == "debug"
+    assert data["nvidia-container-runtime"]["modes"]["cdi"]["spec-dirs"] == ["/var/run/cdi"]
+    assert run_module("toolkit_config", args)["changed"] is False
+
+
+def test_driver_container_with_its_own_ldconfig(driver_container_node):
+    root = "/run/nvidia/driver"
+    ldconfig = Path(driver_container_node.node_path(root + "/sbin/ldconfig"))
+    ldconfig.parent.mkdir(parents=True, exist_ok=True)
+    ldconfig.write_text("#!/bin/sh\n")
+    result = run_module("toolkit_config", {"host_root": str(driver_container_node.root), "driver_root": root})
+    assert result["ldconfig"] == "@/run/nvidia/driver/sbin/ldconfig", result
+
+
+def test_broken_file_left_alone(cos_node):
+    config = Path(cos_node.node_path(COS_CONFIG))
+    config.parent.mkdir(parents=True)
+    config.write_text("[nvidia-container-cli\n")
+    result = run_module("toolkit_config", {"host_root": str(cos_node.root), "install_dir": COS_TOOLKIT})
+    assert result["_rc"] != 0 and "%s is not valid TOML" % COS_CONFIG in result["msg"]
+    assert config.read_text() == "[nvidia-container-cli\n"
