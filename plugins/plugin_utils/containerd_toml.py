@@ -166,7 +166,7 @@ def set_recorded(table, key, value, name, tracker):
     if existed and current == value:
         return
     comment = comment_of(table, key)
-    found, _ = parse_previous(comment)
+    found = parse_previous(comment)[0]
     if found:
         record = comment.lstrip("#").strip()
     elif existed:
@@ -246,9 +246,14 @@ def _runtime_options(runtime, version, name):
     return get_table(runtime, ("options",), create=True, prefix=cc.runtimes_table(version) + (name,))
 
 
+def copy_item(item):
+    """A deep copy of a tomlkit item (comments and layout included)."""
+    return copy.deepcopy(item)
+
+
 def _new_runtime(template_table, header_indent):
     if template_table is not None:
-        table = copy.deepcopy(template_table)
+        table = copy_item(template_table)
         _clear_comment(table)
     else:
         table = tomlkit.table()
@@ -448,7 +453,7 @@ def _edit_drop_in(doc, version, params, tracker, drop_in, drop_in_text):
     default_name = plain(root_containerd.get("default_runtime_name")) if root_containerd is not None else None
     if cc.drop_in_carries_cri_table(version) and root_cri is not None:
         parent = get_table(new, cc.cri_table(version)[:-1], create=True)
-        parent[cc.cri_table(version)[-1]] = copy.deepcopy(root_cri)
+        parent[cc.cri_table(version)[-1]] = copy_item(root_cri)
     sub = DifferenceTracker()
     runtimes_src = root_runtimes if root_runtimes is not None else tomlkit.table()
     if cc.drop_in_carries_cri_table(version) and root_runtimes is None:
@@ -457,7 +462,7 @@ def _edit_drop_in(doc, version, params, tracker, drop_in, drop_in_text):
         runc = tomlkit.table()
         set_value(runc, "runtime_type", cc.DEFAULT_RUNTIME_TYPE)
         runtimes_src["runc"] = runc
-        get_table(new, cc.runtimes_table(version), create=True)["runc"] = copy.deepcopy(runc)
+        get_table(new, cc.runtimes_table(version), create=True)["runc"] = copy_item(runc)
     apply_present(new, version, params, sub, source=(runtimes_src, default_name))
     new_text = new.as_string()
     if new_text != drop_in_text:
