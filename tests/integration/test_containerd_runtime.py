@@ -254,3 +254,31 @@ def test_read_only_file_system(tmp_path):
     assert "could not write %s" % CONFIG in result["msg"]
     assert "not writable" in result["msg"] or "Read-only file system" in result["msg"]
     assert (etc / "config.toml").read_text() == original
+
+
+@needs_containerd
+@pytest.mark.skipif(not shutil.which("busybox") or not shutil.which("ctr"), reason="needs busybox-static and ctr")
+def test_run_pod_sandbox_execs_configured_binary(tmp_path, workdir):
+    """CRI RunPodSandbox with handler nvidia runs the BinaryName the module wrote (a recording stand-in)."""
+    text, sock = cri.isolate((FIXTURES / "containerd-1.6.20-default.toml").read_text(), workdir)
+    doc = tomlkit.parse(text)
+    doc["plugins"]["io.containerd.grpc.v1.cri"]["sandbox_image"] = cri.pause_image_tar(workdir / "pause.tar")
+    config = tmp_path / CONFIG.lstrip("/")
+    config.parent.mkdir(parents=True)
+    config.write_text(doc.as_string())
+    toolkit = workdir / "toolkit"      # a real host path: the daemon runs on this machine
+    toolkit.mkdir()
+    calls = workdir / "calls.log"
+    stand_in = toolkit / "nvidia-container-runtime"
+    stand_in.write_text('#!/bin/sh\necho "$@" >> "%s"\nexec runc "$@"\n' % calls)
+    stand_in.chmod(0o755)
+    result = run_module("containerd_runtime", {"host_root": str(tmp_path), "install_dir": str(toolkit)})
+    assert result["changed"] is True, result
+    with cri.Containerd(config, sock, workdir / "containerd.log"):
+        cri.import_image(sock, workdir / "pause.tar")
+        sandbox = cri.run_pod_sandbox(sock, "nvidia")
+        try:
+            recorded = calls.read_text()
+        finally:
+            cri.remove_pod_sandbox(sock, sandbox)
+    assert "create --bundle" in recorded and sandbox in recorded

@@ -137,3 +137,81 @@ def config_dump(config):
     if proc.returncode != 0:
         raise AssertionError("config dump failed (%d): %s" % (proc.returncode, proc.stderr))
     return tomlkit.parse(proc.stdout).unwrap()
+
+
+def pause_image_tar(path, reference="registry.invalid/gpu-node/pause:test"):
+    """An OCI image archive, for ``ctr images import``, whose entrypoint sleeps (busybox-static)."""
+    import io  # pylint: disable=import-outside-toplevel
+    import shutil  # pylint: disable=import-outside-toplevel
+    import tarfile  # pylint: disable=import-outside-toplevel
+
+    busybox = shutil.which("busybox")
+    if not busybox:
+        raise AssertionError("busybox-static is needed for the pause image")
+
+    def blob(data):
+        return "sha256:" + hashlib.sha256(data).hexdigest(), data
+
+    layer_buf = io.BytesIO()
+    with tarfile.open(fileobj=layer_buf, mode="w") as layer:
+        layer.add(busybox, arcname="busybox")
+    layer_digest, layer_data = blob(layer_buf.getvalue())
+    config_digest, config_data = blob(json.dumps({
+        "architecture": "amd64", "os": "linux",
+        "config": {"Entrypoint": ["/busybox", "sleep", "3600"]},
+        "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
+    }).encode())
+    manifest_digest, manifest_data = blob(json.dumps({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config_digest,
+                   "size": len(config_data)},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": layer_digest,
+                    "size": len(layer_data)}],
+    }).encode())
+    index = json.dumps({"schemaVersion": 2, "manifests": [{
+        "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": manifest_digest,
+        "size": len(manifest_data), "annotations": {"io.containerd.image.name": reference,
+                                                     "org.opencontainers.image.ref.name": reference.rsplit(":", 1)[1]},
+    }]}).encode()
+    with tarfile.open(path, "w") as archive:
+        for name, data in (("oci-layout", b'{"imageLayoutVersion": "1.0.0"}'), ("index.json", index),
+                           ("blobs/sha256/" + layer_digest[7:], layer_data),
+                           ("blobs/sha256/" + config_digest[7:], config_data),
+                           ("blobs/sha256/" + manifest_digest[7:], manifest_data)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return reference
+
+
+def import_image(sock, tar_path):
+    """``ctr -n k8s.io images import``, so CRI sees the image without a registry."""
+    subprocess.run(["ctr", "--address", str(sock), "-n", "k8s.io", "images", "import", str(tar_path)],
+                   check=True, capture_output=True, text=True)
+
+
+def run_pod_sandbox(sock, handler, name="gpu-node-test", timeout=60.0):
+    """CRI ``RunPodSandbox`` of a host-network pod with ``handler``; returns the sandbox id."""
+    import grpc  # pylint: disable=import-outside-toplevel
+
+    pb2, pb2_grpc = _stubs()
+    config = pb2.PodSandboxConfig(
+        metadata=pb2.PodSandboxMetadata(name=name, uid=name + "-uid", namespace="default", attempt=0),
+        linux=pb2.LinuxPodSandboxConfig(security_context=pb2.LinuxSandboxSecurityContext(
+            namespace_options=pb2.NamespaceOption(network=pb2.NODE, pid=pb2.POD, ipc=pb2.POD))),
+    )
+    with grpc.insecure_channel("unix://" + str(sock)) as channel:
+        stub = pb2_grpc.RuntimeServiceStub(channel)
+        reply = stub.RunPodSandbox(pb2.RunPodSandboxRequest(config=config, runtime_handler=handler), timeout=timeout)
+    return reply.pod_sandbox_id
+
+
+def remove_pod_sandbox(sock, sandbox_id, timeout=60.0):
+    """Stop and remove a sandbox, so its shim and processes exit before containerd is killed."""
+    import grpc  # pylint: disable=import-outside-toplevel
+
+    pb2, pb2_grpc = _stubs()
+    with grpc.insecure_channel("unix://" + str(sock)) as channel:
+        stub = pb2_grpc.RuntimeServiceStub(channel)
+        stub.StopPodSandbox(pb2.StopPodSandboxRequest(pod_sandbox_id=sandbox_id), timeout=timeout)
+        stub.RemovePodSandbox(pb2.RemovePodSandboxRequest(pod_sandbox_id=sandbox_id), timeout=timeout)
