@@ -37,6 +37,8 @@ CONTAINERD_BINARIES = (
 )
 
 UNSET = "(unset)"
+# Inline comment on a value this module replaced: the old value (as written) follows it.
+PREVIOUS_MARKER = "gpu_node.container_toolkit previous value:"
 # Inline comment on keys and tables this module created only to keep the config working
 # (``version`` of an empty file, ``imports``, a ``runc`` entry); ``state: absent`` removes them.
 ADDED_MARKER = "added by gpu_node.container_toolkit.containerd_runtime"
@@ -206,3 +208,55 @@ def drop_in_carries_cri_table(version):
     version 4 (containerd 2.3 and later) merges.
     """
     return version < 4
+
+
+def _table(data, keys):
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data if isinstance(data, dict) else None
+
+
+def already_done(data, text, params):
+    """True when the parsed root config ``data`` (plain data) needs no edit for ``params``.
+
+    A fast, conservative check for the common re-run: it answers True only when nothing can
+    change; anything it is unsure about (drop-in mode, recorded values to restore, a version
+    to choose, a ``runc`` entry that may be needed) is left to the full edit.
+    """
+    if params.get("drop_in") or not data or params.get("config_version") not in (None, "auto"):
+        return False
+    try:
+        version = file_version(data.get("version"))
+    except ConfigError:
+        return False
+    cri = _table(data, cri_table(version))
+    containerd = _table(cri, ("containerd",)) if cri is not None else None
+    runtimes = _table(containerd, ("runtimes",)) if containerd is not None else None
+    names = [r["name"] for r in params["runtimes"]]
+    if params.get("state") == "absent":
+        return PREVIOUS_MARKER not in text and ADDED_MARKER not in text and \
+            not any(name in (runtimes or {}) for name in names)
+    if runtimes is None:
+        return False
+    for entry in params["runtimes"]:
+        runtime = runtimes.get(entry["name"])
+        options = runtime.get("options") if isinstance(runtime, dict) else None
+        if not isinstance(options, dict) or runtime.get("runtime_type") != params["runtime_type"]:
+            return False
+        keys = ("BinaryName", "Runtime") if version == 1 else ("BinaryName",)
+        if any(options.get(key) != entry["binary"] for key in keys):
+            return False
+    for key in ("enable_cdi", "cdi_spec_dirs"):
+        wanted = params.get(key)
+        if wanted is not None and (key not in cri or cri[key] != wanted or type(cri[key]) is not type(wanted)):
+            return False
+    default = containerd.get("default_runtime_name")
+    if params.get("set_as_default"):
+        if default != names[0]:
+            return False
+    elif PREVIOUS_MARKER in text:
+        return False
+    existing = [k for k, v in runtimes.items() if isinstance(v, dict)]
+    return not needs_default_entry(existing, default, names)

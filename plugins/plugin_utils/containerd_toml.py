@@ -17,6 +17,11 @@ from __future__ import annotations
 import copy
 
 try:
+    import tomllib
+except ImportError:  # Python < 3.11: no fast path
+    tomllib = None
+
+try:
     import tomlkit
     from tomlkit.exceptions import TOMLKitError
     from tomlkit.items import AoT as _AoT
@@ -36,7 +41,7 @@ except ImportError:  # pragma: no cover - reported by the action plugin
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker
 
-PREVIOUS_MARKER = "gpu_node.container_toolkit previous value:"
+PREVIOUS_MARKER = cc.PREVIOUS_MARKER
 
 
 # --- generic tomlkit helpers (also used by toolkit_toml) -------------------------------------
@@ -378,6 +383,18 @@ def edit(text, params, containerd_output=None, drop_in_text=None, name="config.t
     Returns a dict: ``text`` (new root), ``drop_in_text`` (new drop-in, None to remove it or when
     not in drop-in mode), ``version``, ``version_source``, ``changes``, ``restart_required``.
     """
+    if tomllib is not None and text:
+        # Fast path for the usual re-run: the standard library's parser is several times faster
+        # than tomlkit, and nothing needs to be rendered when nothing changes.
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            data = None
+        if data is not None and cc.already_done(data, text, params):
+            declared = data.get("version")
+            return {"text": text, "drop_in_text": None, "version": cc.file_version(declared),
+                    "version_source": "file" if declared is not None else "file (no version key means 1)",
+                    "changes": [], "restart_required": False}
     doc = parse(text or "", name)
     empty = len(doc) == 0
     declared = plain(doc.get("version"))

@@ -167,3 +167,56 @@ def test_check_drop_in():
 @pytest.mark.parametrize("version, carries", [(1, True), (2, True), (3, True), (4, False)])
 def test_drop_in_carries_cri_table(version, carries):
     assert cc.drop_in_carries_cri_table(version) is carries
+
+
+def _params(**overrides):
+    result = {"state": "present", "runtimes": cc.default_runtimes("/t"), "runtime_type": cc.DEFAULT_RUNTIME_TYPE,
+              "set_as_default": False, "enable_cdi": None, "cdi_spec_dirs": None, "config_version": "auto",
+              "drop_in": None}
+    result.update(overrides)
+    return result
+
+
+def _config(version=2, default="runc", runc=True, binary_suffix="", runtime_type=cc.DEFAULT_RUNTIME_TYPE, cri_extra=None):
+    runtimes = {r["name"]: {"runtime_type": runtime_type, "options": {"BinaryName": r["binary"] + binary_suffix,
+                                                                      "Runtime": r["binary"]}}
+                for r in cc.default_runtimes("/t")}
+    if runc:
+        runtimes["runc"] = {"runtime_type": cc.DEFAULT_RUNTIME_TYPE}
+    containerd = {"runtimes": runtimes}
+    if default:
+        containerd["default_runtime_name"] = default
+    cri = dict(cri_extra or {}, containerd=containerd)
+    data = {"plugins": {cc.cri_table(version)[1]: cri}}
+    if version != 1:
+        data["version"] = version
+    return data
+
+
+@pytest.mark.parametrize("data, text, params, done", [
+    (_config(), "", _params(), True),
+    (_config(version=1), "", _params(), True),
+    (_config(version=4), "", _params(), True),
+    (_config(binary_suffix=".old"), "", _params(), False),
+    (_config(runtime_type="io.containerd.runc.v1"), "", _params(), False),
+    (_config(runc=False), "", _params(), False),                     # runc entry needed: full edit decides
+    (_config(runc=False, default="kata"), "", _params(), True),
+    (_config(), "", _params(set_as_default=True), False),
+    (_config(default="nvidia"), "", _params(set_as_default=True), True),
+    (_config(), "x # %s \"runc\"" % cc.PREVIOUS_MARKER, _params(), False),   # a recorded default to restore
+    (_config(), "", _params(enable_cdi=True), False),
+    (_config(cri_extra={"enable_cdi": True}), "", _params(enable_cdi=True), True),
+    (_config(cri_extra={"enable_cdi": 1}), "", _params(enable_cdi=True), False),
+    (_config(cri_extra={"cdi_spec_dirs": ["/etc/cdi"]}), "", _params(cdi_spec_dirs=["/etc/cdi"]), True),
+    (_config(), "", _params(drop_in="/x.toml"), False),
+    (_config(), "", _params(config_version="2"), False),
+    ({}, "", _params(), False),
+    ({"version": 9}, "", _params(), False),
+    ({"version": 2}, "", _params(), False),
+    ({"version": 2, "plugins": {"io.containerd.grpc.v1.cri": {"containerd": {"runtimes": {"nvidia": "x"}}}}}, "", _params(), False),
+    ({"version": 2, "debug": {}}, "", _params(state="absent"), True),
+    (_config(), "", _params(state="absent"), False),
+    ({"version": 2}, "# " + cc.ADDED_MARKER, _params(state="absent"), False),
+])
+def test_already_done(data, text, params, done):
+    assert cc.already_done(data, text, params) is done

@@ -355,3 +355,19 @@ def test_drop_in_rewritten_when_hand_edited():
     assert again["drop_in_text"] == result["drop_in_text"]
     assert again["restart_required"] is True
     assert any(c.startswith("drop_in %s: differs" % DROP_IN) for c in again["changes"])
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+@pytest.mark.parametrize("options", [
+    {}, {"set_as_default": True}, {"enable_cdi": True, "cdi_spec_dirs": ["/etc/cdi"]}, {"state": "absent"},
+])
+def test_fast_path_agrees_with_full_edit(monkeypatch, name, options):
+    """The tomllib shortcut for unchanged files gives what the full tomlkit edit gives."""
+    text = fixture(name)
+    present = ct.edit(text, params(**{k: v for k, v in options.items() if k != "state"}))["text"]
+    for source in (text, present):
+        fast = ct.edit(source, params(**options))
+        monkeypatch.setattr(ct, "tomllib", None)
+        full = ct.edit(source, params(**options))
+        monkeypatch.undo()
+        assert fast == full
