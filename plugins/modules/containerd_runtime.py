@@ -154,8 +154,10 @@ notes:
   - Files are touched at O(host_root) joined with their host path; paths written into the
     config (C(BinaryName), C(imports)) are host paths and never contain O(host_root).
   - The file's mode and owner are kept; a new file gets the default mode of M(ansible.builtin.copy).
-  - O(state=absent) on a file that this module created from nothing leaves the file holding only
-    what was there before (an empty file stays empty; a missing file is left with its C(version) line).
+  - O(state=absent) on a file that this module created from nothing leaves it empty rather than
+    removing it; a blank file (only whitespace) also comes back empty, and comments in it are kept.
+  - An unchanged re-run is decided with Python's C(tomllib) without rendering the file again,
+    which keeps the common no-change case fast.
 seealso:
   - module: gpu_node.container_toolkit.toolkit_config
   - module: ansible.builtin.copy
