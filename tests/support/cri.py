@@ -168,10 +168,13 @@ def pause_image_tar(path, reference="registry.invalid/gpu-node/pause:test"):
         "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": layer_digest,
                     "size": len(layer_data)}],
     }).encode())
+    annotations = {
+        "io.containerd.image.name": reference,
+        "org.opencontainers.image.ref.name": reference.rsplit(":", 1)[1],
+    }
     index = json.dumps({"schemaVersion": 2, "manifests": [{
         "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": manifest_digest,
-        "size": len(manifest_data), "annotations": {"io.containerd.image.name": reference,
-                                                     "org.opencontainers.image.ref.name": reference.rsplit(":", 1)[1]},
+        "size": len(manifest_data), "annotations": annotations,
     }]}).encode()
     with tarfile.open(path, "w") as archive:
         for name, data in (("oci-layout", b'{"imageLayoutVersion": "1.0.0"}'), ("index.json", index),
