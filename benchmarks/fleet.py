@@ -35,7 +35,7 @@ def write_inventory(path, nodes, artifacts):
         "gpu_node_toolkit_src=%s" % artifacts,
         "gpu_node_containerd_restart_mode=command",
         "gpu_node_containerd_restart_command='echo restart >> {{ gpu_node_host_root }}/containerd-restarts'",
-        "containerd_health_command='test -d %s'",
+        "containerd_health_command='true %s'",
     ]
     path.write_text("\n".join(lines) + "\n")
 

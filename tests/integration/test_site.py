@@ -1,0 +1,143 @@
+"""playbooks/site.yml, verify.yml and uninstall.yml on simulated COS nodes, as operators run them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+
+import pytest
+import toolkit_artifacts
+from ansible_runner import REPO, recap, run_playbook
+from fakenode import GKE_CONTAINERD_CONFIG
+
+PLAYBOOKS = REPO / "playbooks"
+TOOLKIT = "/home/kubernetes/bin/nvidia/toolkit"
+SPEC = "/var/run/cdi/management.nvidia.com-gpu.yaml"
+
+
+@pytest.fixture
+def cos_site(fake_node_factory, tmp_path):
+    node = fake_node_factory("cos", missing=("nvidiactl",))
+    artifacts = toolkit_artifacts.build_tree(tmp_path / "artifacts")
+    extra = {"gpu_node_hosts": "localhost", "gpu_node_host_root": str(node.root),
+             "gpu_node_toolkit_src": str(artifacts), "gpu_node_containerd_restart_mode": "none"}
+    return node, extra
+
+
+def _play(name, extra, **kwargs):
+    proc = run_playbook(PLAYBOOKS / name, extra_vars=extra, **kwargs)
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
+    return proc, recap(proc.stdout)["localhost"]
+
+
+def test_site_check_mode_writes_nothing(cos_site):
+    node, extra = cos_site
+    config = node.node_path("/etc/containerd/config.toml")
+    before = config.read_bytes()
+    proc, totals = _play("site.yml", extra, check=True, diff=True)
+    assert totals["changed"] > 0
+    assert config.read_bytes() == before
+    assert not node.node_path(TOOLKIT).exists()
+    assert not node.node_path(SPEC).exists()
+    assert not node.node_path("/dev/nvidiactl").exists()
+    assert 'runtimes.nvidia' in proc.stdout  # --diff previews the containerd edit
+
+
+def test_site_provisions_cos_then_no_change_then_uninstall_restores_bytes(cos_site):
+    node, extra = cos_site
+    config = node.node_path("/etc/containerd/config.toml")
+    original = config.read_bytes()
+
+    _proc, first = _play("site.yml", extra)
+    assert first["changed"] > 0 and first["failed"] == 0
+    assert stat.S_ISREG(node.node_path(TOOLKIT + "/nvidia-container-runtime.real").stat().st_mode)
+    toolkit_config = node.node_path(TOOLKIT + "/.config/nvidia-container-runtime/config.toml").read_text()
+    assert 'root = "/home/kubernetes/bin/nvidia"' in toolkit_config
+    assert 'ldconfig = "@/sbin/ldconfig"' in toolkit_config
+    text = config.read_text()
+    for runtime in ("nvidia", "nvidia-cdi", "nvidia-legacy"):
+        assert 'BinaryName = "%s/nvidia-container-runtime%s"' % (
+            TOOLKIT, "" if runtime == "nvidia" else "." + runtime.split("-")[1]) in text
+    assert "enable_cdi = true" in text
+    assert 'default_runtime_name = "runc"' in text
+    assert str(node.root) not in text
+    assert "management.nvidia.com/gpu" in node.node_path(SPEC).read_text()
+    ctl = os.stat(node.node_path("/dev/nvidiactl"))
+    assert (os.major(ctl.st_rdev), os.minor(ctl.st_rdev)) == (195, 255)
+
+    _proc, second = _play("site.yml", extra)
+    assert second["changed"] == 0
+
+    verify_proc, _verify = _play("verify.yml", extra)
+    assert "problems" in verify_proc.stdout and "would change" not in verify_proc.stdout
+
+    _proc, removed = _play("uninstall.yml", extra)
+    assert removed["changed"] > 0
+    assert config.read_bytes() == original
+    assert not node.node_path(SPEC).exists()
+    leftovers = [p for p in node.node_path(TOOLKIT).rglob("*")] if node.node_path(TOOLKIT).exists() else []
+    assert leftovers == []
+
+
+def test_verify_reports_an_unprovisioned_node(cos_site):
+    _node, extra = cos_site
+    proc = run_playbook(PLAYBOOKS / "verify.yml", extra_vars=extra)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "runtimes: would change" in proc.stdout
+    assert "CDI spec: would change" in proc.stdout
+    assert "device nodes: would change" in proc.stdout
+
+
+def test_reboot_reapply_script_brings_a_fresh_etc_back(cos_site):
+    node, extra = cos_site
+    _play("site.yml", extra)
+    config = node.node_path("/etc/containerd/config.toml")
+    provisioned = config.read_bytes()
+    script = node.node_path(TOOLKIT + "/.gpu-node/reapply.sh")
+    subprocess.run(["shellcheck", str(script)], check=True)
+
+    # A reboot: GKE writes its config again, /var/run and the driver's control node are gone.
+    config.write_text(GKE_CONTAINERD_CONFIG)
+    os.unlink(node.node_path(SPEC))
+    os.unlink(node.node_path("/dev/nvidiactl"))
+    env = dict(os.environ, HOST_ROOT=str(node.root), GPU_NODE_RESTART="none")
+    proc = subprocess.run(["sh", str(script)], env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert config.read_bytes() == provisioned
+    assert node.node_path(SPEC).exists()
+    ctl = os.stat(node.node_path("/dev/nvidiactl"))
+    assert (os.major(ctl.st_rdev), os.minor(ctl.st_rdev)) == (195, 255)
+    assert "restored the provisioned containerd config" in proc.stderr
+
+    # Running the playbook after the re-apply finds nothing to do.
+    _proc, again = _play("site.yml", extra)
+    assert again["changed"] == 0
+
+    # GKE changed its config in the meantime: the script leaves it alone and says so.
+    changed_config = GKE_CONTAINERD_CONFIG.replace("max_container_log_line_size = 262144", "max_container_log_line_size = 1")
+    config.write_text(changed_config)
+    proc = subprocess.run(["sh", str(script)], env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 1
+    assert "run the provisioning playbook again" in proc.stderr
+    assert config.read_text() == changed_config
+
+
+def test_cloud_init_snippet_and_unit(cos_site):
+    node, extra = cos_site
+    _play("site.yml", extra)
+    import yaml
+
+    cloud = node.node_path(TOOLKIT + "/.gpu-node/cloud-init.yaml").read_text()
+    assert cloud.startswith("#cloud-config")
+    data = yaml.safe_load(cloud)
+    unit = data["write_files"][0]["content"]
+    assert "ExecStart=%s/.gpu-node/reapply.sh" % TOOLKIT in unit
+    assert data["runcmd"][-1] == "systemctl start gpu-node-reapply.service"
+    if shutil.which("systemd-analyze"):
+        unit_file = node.node_path("/tmp/gpu-node-reapply.service")
+        unit_file.parent.mkdir(parents=True, exist_ok=True)
+        unit_file.write_text(unit)
+        proc = subprocess.run(["systemd-analyze", "verify", "--man=no", str(unit_file)], capture_output=True, text=True, check=False)
+        assert "gpu-node-reapply.service" not in proc.stderr or "not executable" in proc.stderr, proc.stderr
