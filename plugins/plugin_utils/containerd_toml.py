@@ -25,6 +25,7 @@ try:
     import tomlkit
     from tomlkit.exceptions import TOMLKitError
     from tomlkit.items import AoT as _AoT
+    from tomlkit.items import InlineTable as _InlineTable
     from tomlkit.items import String as _String
     from tomlkit.items import StringType as _StringType
     from tomlkit.items import Table as _Table
@@ -34,6 +35,7 @@ except ImportError:  # pragma: no cover - reported by the action plugin
     TOMLKitError = Exception
     _Table = dict
     _AoT = list
+    _InlineTable = dict
     _String = str
     _StringType = None
     HAS_TOMLKIT = False
@@ -54,9 +56,47 @@ def parse(text, name):
         raise cc.ConfigError("%s is not valid TOML: %s" % (name, exc)) from None
 
 
+def _parts(table):
+    """The concrete tables behind ``table``.
+
+    A table whose parts are not contiguous in the file (``[a.b]``, then ``[c]``, then ``[a.d]``)
+    comes from tomlkit as a proxy without ``item()``; its parts are the real tables that render.
+    """
+    if hasattr(table, "item"):
+        return [table]
+    return list(getattr(table, "_tables", None) or [table])
+
+
+def item_of(table, key):
+    """The live tomlkit item of ``key`` (with its trivia), also in an out-of-order table."""
+    if hasattr(table, "item"):
+        return table.item(key)
+    for part in _parts(table):
+        if key in part:
+            return item_of(part, key)
+    raise KeyError(key)
+
+
+def _part_for(table, key):
+    """The concrete table a plain ``key`` is set in: the part holding it, else the part with plain keys."""
+    parts = _parts(table)
+    if len(parts) == 1:
+        return parts[0]
+    for part in parts:
+        if key in part:
+            return _part_for(part, key)
+    for part in parts:
+        if any(not isinstance(item_of(part, k), (_Table, _AoT)) for k in part):
+            return part
+    for part in parts:
+        if not part.is_super_table():
+            return part
+    return parts[0]
+
+
 def _sibling_indent(table):
     for key in table:
-        item = table.item(key)
+        item = item_of(table, key)
         if not isinstance(item, (_Table,)) and getattr(item, "trivia", None) is not None:
             return item.trivia.indent
     return None
@@ -75,6 +115,9 @@ def get_table(container, keys, create, prefix=()):
         if key not in current:
             if not create:
                 return None
+            if isinstance(current, _InlineTable):
+                raise cc.ConfigError("%s is an inline table ({...}); write it as [%s] sections so that %s can be added"
+                                     % (cc.dotted(walked[:-1]), cc.dotted(walked[:-1]), key))
             current[key] = tomlkit.table(is_super_table=True)
         item = current[key]
         if not isinstance(item, dict):
@@ -92,7 +135,7 @@ def _clear_comment(item):
 def _literal_style(table):
     """True when the strings of ``table`` are single-quoted (containerd 2.x writes them so)."""
     for key in table:
-        item = table.item(key)
+        item = item_of(table, key)
         if isinstance(item, _String):
             return item.type == _StringType.SLL
     return False
@@ -128,9 +171,10 @@ def _insert_key(table, key, value):
 
 def set_value(table, key, value, comment=None):
     """Set ``table[key]``; a new key takes its siblings' indentation and quoting; the comment is replaced."""
+    table = _part_for(table, key)
     new = key not in table
     if isinstance(value, str) and "'" not in value and "\n" not in value:
-        literal = (not new and isinstance(table.item(key), _String) and table.item(key).type == _StringType.SLL) \
+        literal = (not new and isinstance(item_of(table, key), _String) and item_of(table, key).type == _StringType.SLL) \
             or (new and _literal_style(table))
         if literal:
             value = tomlkit.string(value, literal=True)
@@ -138,7 +182,7 @@ def set_value(table, key, value, comment=None):
         _insert_key(table, key, value)
     else:
         table[key] = value
-    item = table.item(key)
+    item = item_of(table, key)
     if new:
         indent = _sibling_indent(table)
         if indent is not None:
@@ -153,7 +197,7 @@ def set_value(table, key, value, comment=None):
 def comment_of(table, key):
     if key not in table:
         return ""
-    return getattr(table.item(key).trivia, "comment", "") or ""
+    return getattr(item_of(table, key).trivia, "comment", "") or ""
 
 
 def toml_repr(value):
@@ -175,7 +219,7 @@ def set_recorded(table, key, value, name, tracker):
     if found:
         record = comment.lstrip("#").strip()
     elif existed:
-        item = table.item(key)
+        item = item_of(table, key)
         record = "%s %s%s%s" % (PREVIOUS_MARKER, item.as_string(), item.trivia.comment_ws if comment else "", comment)
     else:
         record = "%s %s" % (PREVIOUS_MARKER, cc.UNSET)
@@ -200,7 +244,7 @@ def _back_to_implicit(table):
     """
     if not isinstance(table, _Table) or table.trivia.comment:
         return
-    items = [table.item(k) for k in table]
+    items = [item_of(table, k) for k in table]
     if items and all(isinstance(item, (_Table, _AoT)) for item in items):
         table._is_super_table = True  # pylint: disable=protected-access
 
@@ -215,14 +259,15 @@ def restore_recorded(table, key, name, tracker):
     current = plain(table[key])
     if previous is None:
         del table[key]
-        _back_to_implicit(table)
+        for part in _parts(table):
+            _back_to_implicit(part)
         tracker.add(name, current, None, reason="%r -> unset (restored)" % (current,))
     else:
         old = tomlkit.parse("v = " + previous).item("v")
         value = plain(old)
         comment_ws, old_comment = old.trivia.comment_ws, old.trivia.comment
         table[key] = old
-        item = table.item(key)
+        item = item_of(table, key)
         item.trivia.comment_ws = comment_ws
         item.trivia.comment = old_comment
         tracker.add(name, current, value, reason="%r -> %r (restored)" % (current, value))
@@ -272,7 +317,7 @@ def _ensure_runtime(runtimes, name, binary, runtime_type, version, template, tem
         set_value(table, "runtime_type", runtime_type)
         runtimes[name] = table
         if template_table is not None:
-            runtimes.item(name).trivia.indent = template_table.trivia.indent
+            item_of(runtimes, name).trivia.indent = template_table.trivia.indent
         options = _runtime_options(runtimes[name], version, name)
         set_value(options, "BinaryName", binary)
         if version == 1:
@@ -306,6 +351,10 @@ def apply_present(doc, version, params, tracker, source=None):
     containerd = get_table(cri, ("containerd",), create=True, prefix=cc.cri_table(version))
     runtimes = get_table(containerd, ("runtimes",), create=True, prefix=cc.containerd_table(version))
     names = [r["name"] for r in params["runtimes"]]
+    if isinstance(runtimes, _InlineTable) and any(n not in runtimes for n in names):
+        raise cc.ConfigError("%s is an inline table ({...}); write it as [%s.<name>] sections so that "
+                             "runtimes can be added" % (cc.dotted(cc.runtimes_table(version)),
+                                                        cc.dotted(cc.runtimes_table(version))))
     if source is None:
         source_runtimes, default_name = runtimes, plain(containerd.get("default_runtime_name"))
     else:

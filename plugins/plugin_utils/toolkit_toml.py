@@ -17,6 +17,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.toolkit
 )
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.containerd_toml import (
     get_table,
+    item_of,
     parse,
     plain,
     set_value,
@@ -60,7 +61,7 @@ def edit(text, wanted, name="config.toml"):
 
 def _comment(table, key):
     """The user's inline comment on ``key``, kept when the value changes."""
-    comment = table.item(key).trivia.comment or ""
+    comment = item_of(table, key).trivia.comment or ""
     return comment.lstrip("#").strip() or None
 
 
