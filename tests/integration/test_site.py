@@ -77,7 +77,7 @@ def test_site_provisions_cos_then_no_change_then_uninstall_restores_bytes(cos_si
     assert removed["changed"] > 0
     assert config.read_bytes() == original
     assert not node.node_path(SPEC).exists()
-    leftovers = [p for p in node.node_path(TOOLKIT).rglob("*")] if node.node_path(TOOLKIT).exists() else []
+    leftovers = list(node.node_path(TOOLKIT).rglob("*")) if node.node_path(TOOLKIT).exists() else []
     assert leftovers == []
 
 

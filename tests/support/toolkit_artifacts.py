@@ -66,7 +66,7 @@ def read_records(path):
             calls.append(current)
             current = {"args": []}
             continue
-        key, _, value = line.partition("=")
+        key, _sep, value = line.partition("=")
         if key == "arg":
             current["args"].append(value)
         else:

@@ -335,7 +335,7 @@ def test_garbled_mountinfo_fails(node, monkeypatch):
 
 def test_custom_config_path_and_fallback(node, monkeypatch):
     _result, failed = install(node, monkeypatch, config_path="/etc/nvidia-container-runtime/config.toml",
-                             low_level_runtime="/usr/bin/crun")
+                              low_level_runtime="/usr/bin/crun")
     assert not failed
     hook = open(node.node_path(INSTALL + "/nvidia-container-runtime-hook")).read()
     assert "NVIDIA_CTK_CONFIG_FILE_PATH='/etc/nvidia-container-runtime/config.toml'" in hook

@@ -114,7 +114,7 @@ def test_zstd_deb(tmp_path):
     root = tmp_path / "pkg"
     (root / "DEBIAN").mkdir(parents=True)
     (root / "DEBIAN" / "control").write_text("Package: z\nVersion: 1\nArchitecture: all\nMaintainer: t <t@e>\n"
-                                              "Description: z\n")
+                                             "Description: z\n")
     (root / "usr" / "bin").mkdir(parents=True)
     (root / "usr" / "bin" / "nvidia-ctk").write_text("x")
     subprocess.run(["dpkg-deb", "-Zzstd", "--build", str(root), str(tmp_path / "z.deb")], check=True,
