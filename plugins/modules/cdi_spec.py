@@ -141,6 +141,9 @@ options:
 notes:
   - Discovery warnings (a damaged library, an unreadable GPU file) become task warnings.
   - The file is written with mode C(0644); its directory is created when missing.
+  - Symlinks in the directory part of O(path) are followed inside O(host_root), as the node
+    resolves them (C(/var/run) is usually a link to C(/run)). A symlink at O(path) itself is
+    replaced by a regular file, with a warning; O(state=absent) removes the link, not its target.
 seealso:
   - module: gpu_node.container_toolkit.nvidia_driver_info
   - name: Container Device Interface specification
@@ -232,6 +235,7 @@ spec:
 """
 
 import os
+import posixpath
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
@@ -261,6 +265,30 @@ def argument_spec():
     )
     spec["class"] = {"type": "str", "default": cdi.DEFAULT_CLASS}
     return spec
+
+
+def spec_file_on_node(module, host_root, path):
+    """Where the spec file is on this machine, and where a link there points (or None).
+
+    With a host_root other than ``/``, symlinks in the directory part are resolved inside it, as
+    the node itself would resolve them: ``/var/run`` is usually an absolute link to ``/run``, which
+    must not lead to this machine's own ``/run``. The file itself is managed as a regular file: a
+    link in its place is replaced.
+    """
+    directory, name = posixpath.split(path)
+    if node_model.normalize_host_path(host_root) == "/":
+        on_node = path
+        link_target = path if os.path.islink(path) else None
+        return on_node, link_target
+    try:
+        directory = discovery.resolve_in_root(host_root, directory)
+        on_node = node_model.node_path(host_root, posixpath.join(directory, name))
+        link_target = None
+        if os.path.islink(on_node):
+            link_target = node_model.node_path(host_root, discovery.resolve_in_root(host_root, path))
+    except (discovery.DiscoveryError, OSError) as exc:
+        module.fail_json(msg="cannot resolve %s under host_root %s: %s" % (path, host_root, to_native(exc)))
+    return on_node, link_target
 
 
 def read_existing(module, on_node):
@@ -297,16 +325,18 @@ def main():
     params = module.params
     mode = params["mode"]
     path = node_model.normalize_host_path(params["path"] or cdi.default_path(mode, params["vendor"], params["class"]))
-    on_node = node_model.node_path(params["host_root"], path)
+    on_node, link_target = spec_file_on_node(module, params["host_root"], path)
     if not cdi.in_spec_dir(path):
         module.warn("%s is outside %s: container runtimes do not read CDI specs there by default"
                     % (path, ", ".join(cdi.SPEC_DIRS)))
-    existing = read_existing(module, on_node)
+    if link_target is not None:
+        module.warn("%s is a symlink: it is replaced by a regular file" % path)
+    existing = read_existing(module, link_target or on_node)
     before_text = to_text(existing, errors="surrogate_or_replace") if existing is not None else ""
     result = {"changed": False, "path": path, "previous_driver_version": cdi.recorded_driver_version(before_text)}
 
     if params["state"] == "absent":
-        if existing is not None:
+        if existing is not None or link_target is not None:
             result["changed"] = True
             if module._diff:
                 result["diff"] = {"before": before_text, "after": "", "before_header": path, "after_header": path}
@@ -341,7 +371,7 @@ def main():
         driver_version=facts["driver_version"], driver_root=facts["driver_root"], dev_root=facts["dev_root"],
         spec=spec,
     )
-    if existing != data:
+    if existing != data or link_target is not None:
         result["changed"] = True
         if module._diff:
             result["diff"] = {"before": before_text, "after": text, "before_header": path, "after_header": path}

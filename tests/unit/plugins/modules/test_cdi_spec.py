@@ -217,3 +217,59 @@ def test_unwritable_directory_fails_cleanly(cos_node, monkeypatch):
     blocker.write_text("a file, not a directory\n")
     result, failed = run(cos_node, monkeypatch, mode="gpu")
     assert failed and "cannot write in" in result["msg"]
+
+
+def test_absolute_var_run_link_stays_inside_host_root(cos_node, monkeypatch):
+    """On real nodes /var/run -> /run: with a host_root the link is resolved inside it, never on this
+    machine (a unique vendor keeps a regression from touching anything but its own file)."""
+    vendor = "cdi-spec-test-%d.example.com" % os.getpid()
+    var_run = cos_node.node_path("/var/run")
+    if var_run.exists():
+        var_run.rename(cos_node.node_path("/run"))
+    else:
+        cos_node.node_path("/run").mkdir(exist_ok=True)
+        var_run.parent.mkdir(exist_ok=True)
+    var_run.symlink_to("/run")
+    outside = "/run/cdi/%s-gpu.yaml" % vendor
+    try:
+        result = ok(cos_node, monkeypatch, vendor=vendor)
+        assert result["path"] == "/var/run/cdi/%s-gpu.yaml" % vendor
+        assert not os.path.lexists(outside)
+        assert cos_node.node_path("/run/cdi/%s-gpu.yaml" % vendor).read_text().startswith("# Generated")
+        assert ok(cos_node, monkeypatch, vendor=vendor)["changed"] is False
+        assert ok(cos_node, monkeypatch, vendor=vendor, state="absent")["changed"] is True
+        assert not cos_node.node_path("/run/cdi/%s-gpu.yaml" % vendor).exists()
+    finally:
+        if os.path.lexists(outside):
+            os.unlink(outside)
+
+
+def test_symlink_at_path_is_replaced_not_followed(cos_node, monkeypatch):
+    ok(cos_node, monkeypatch, path="/etc/cdi/real.yaml")
+    real = cos_node.node_path("/etc/cdi/real.yaml")
+    link = cos_node.node_path(MANAGEMENT_PATH)
+    link.parent.mkdir(parents=True)
+    link.symlink_to("/etc/cdi/real.yaml")  # absolute: resolved inside host_root
+    before = real.read_bytes()
+    result, failed = run(cos_node, monkeypatch, check_mode=True, diff=True)
+    assert not failed and result["changed"] is True and link.is_symlink()
+    assert result["previous_driver_version"] == cos_node.driver_version
+    assert any("is a symlink" in w for w in result["warnings"])
+    result = ok(cos_node, monkeypatch)
+    assert result["changed"] is True and not link.is_symlink() and link.read_bytes() == before
+    assert real.read_bytes() == before
+    assert ok(cos_node, monkeypatch)["changed"] is False
+    link.unlink()
+    link.symlink_to("/etc/cdi/real.yaml")
+    result = ok(cos_node, monkeypatch, state="absent")
+    assert result["changed"] is True and not os.path.lexists(link) and real.exists()
+    link.symlink_to("/nowhere/x.yaml")  # dangling
+    assert ok(cos_node, monkeypatch, state="absent")["changed"] is True and not os.path.lexists(link)
+
+
+def test_symlink_loop_in_path_fails_cleanly(cos_node, monkeypatch):
+    loop = cos_node.node_path("/etc/loop")
+    loop.parent.mkdir(parents=True, exist_ok=True)
+    loop.symlink_to("/etc/loop")
+    result, failed = run(cos_node, monkeypatch, path="/etc/loop/cdi/x.yaml")
+    assert failed and "cannot resolve /etc/loop/cdi/x.yaml under host_root" in result["msg"]
