@@ -312,9 +312,13 @@ def write_atomically(module, on_node, data):
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())  # a crash must leave the old spec or the whole new one
         os.chmod(tmp, FILE_MODE)
         module.atomic_move(tmp, on_node)
         os.chmod(on_node, FILE_MODE)
+    except OSError as exc:
+        module.fail_json(msg="cannot write %s: %s" % (on_node, to_native(exc)))
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -273,3 +273,13 @@ def test_symlink_loop_in_path_fails_cleanly(cos_node, monkeypatch):
     loop.symlink_to("/etc/loop")
     result, failed = run(cos_node, monkeypatch, path="/etc/loop/cdi/x.yaml")
     assert failed and "cannot resolve /etc/loop/cdi/x.yaml under host_root" in result["msg"]
+
+
+def test_write_error_fails_cleanly_and_leaves_no_temp_file(cos_node, monkeypatch):
+    def no_space(*_args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cdi_spec.os, "fsync", no_space)
+    result, failed = run(cos_node, monkeypatch, mode="gpu")
+    assert failed and "cannot write" in result["msg"] and "No space left" in result["msg"]
+    assert os.listdir(cos_node.node_path("/etc/cdi")) == []
