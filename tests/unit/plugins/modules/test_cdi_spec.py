@@ -283,3 +283,42 @@ def test_write_error_fails_cleanly_and_leaves_no_temp_file(cos_node, monkeypatch
     result, failed = run(cos_node, monkeypatch, mode="gpu")
     assert failed and "cannot write" in result["msg"] and "No space left" in result["msg"]
     assert os.listdir(cos_node.node_path("/etc/cdi")) == []
+
+
+def test_host_root_slash_replaces_a_link_too(cos_node, tmp_path, monkeypatch):
+    """With host_root / the kernel resolves the path; a link at path is still replaced."""
+    driver_root = str(cos_node.node_path("/home/kubernetes/bin/nvidia"))
+    args = {"host_root": "/", "driver_root": driver_root, "dev_root": str(cos_node.root),
+            "library_search_paths": ["lib64"]}
+    real = tmp_path / "real.yaml"
+    link = tmp_path / "spec.yaml"
+    result, failed = run_module(cdi_spec.main, dict(args, path=str(real)), monkeypatch=monkeypatch)
+    assert not failed and result["changed"] is True
+    link.symlink_to(real)
+    result, failed = run_module(cdi_spec.main, dict(args, path=str(link)), monkeypatch=monkeypatch)
+    assert not failed and result["changed"] is True and not link.is_symlink()
+    assert link.read_bytes() == real.read_bytes()
+
+
+def test_unreadable_spec_path_fails_cleanly(cos_node, monkeypatch):
+    cos_node.node_path(MANAGEMENT_PATH).mkdir(parents=True)
+    result, failed = run(cos_node, monkeypatch)
+    assert failed and "cannot read" in result["msg"]
+
+
+def test_remove_failure_is_clean(cos_node, monkeypatch):
+    ok(cos_node, monkeypatch)
+
+    def busy(*_args):
+        raise OSError(16, "Device or resource busy")
+
+    monkeypatch.setattr(cdi_spec.os, "unlink", busy)
+    result, failed = run(cos_node, monkeypatch, state="absent")
+    assert failed and "cannot remove" in result["msg"] and "busy" in result["msg"]
+
+
+def test_mode_only_change_has_a_diff(cos_node, monkeypatch):
+    ok(cos_node, monkeypatch)
+    cos_node.node_path(MANAGEMENT_PATH).chmod(0o600)
+    result = ok(cos_node, monkeypatch, check_mode=True, diff=True)
+    assert result["changed"] is True and result["diff"] == {"before": {"mode": "0600"}, "after": {"mode": "0644"}}
