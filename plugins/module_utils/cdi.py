@@ -263,6 +263,7 @@ def mig_devices(gpu, nodes_by_minor, mig_minors, strategies):
 
 
 def _device(name, nodes):
+    check_name("device name", name)
     return {"name": name, "containerEdits": {"deviceNodes": [device_node_edit(node) for node in nodes]}}
 
 
@@ -301,10 +302,57 @@ def gpu_mode_devices(facts, nodes, strategies, wanted=None, all_device=True):
 
 # --- spec -----------------------------------------------------------------------------------
 
+def _name_error(what, name, first, inner, min_length):
+    """Why ``name`` is not a valid CDI vendor, class or device name (None when it is).
+
+    CDI's rules: a first character from ``first``, inner characters alphanumeric or from ``inner``,
+    an alphanumeric last character; vendors and classes of two characters at least. A consumer skips a spec with a bad name, so podman and
+    containerd then only say "unresolvable CDI devices".
+    """
+    if not name:
+        return "empty %s" % what
+    if len(name) < min_length:
+        # CDI 0.5's parser indexes name[1:len-1]: a one-character vendor or class crashes consumers.
+        return "%s %r is too short: at least %d characters" % (what, name, min_length)
+    if not first(name[0]):
+        return "%s %r must start with %s" % (what, name, "a letter" if first is _is_letter else "a letter or digit")
+    bad = sorted({c for c in name[1:-1] if not (_is_alnum(c) or c in inner)})
+    if bad:
+        return "%s %r holds %s; allowed are letters, digits and %s" % (
+            what, name, ", ".join(repr(c) for c in bad), " ".join(inner))
+    if not _is_alnum(name[-1]):
+        return "%s %r must end with a letter or digit" % (what, name)
+    return None
+
+
+def _is_letter(char):
+    return "a" <= char <= "z" or "A" <= char <= "Z"
+
+
+def _is_alnum(char):
+    return _is_letter(char) or "0" <= char <= "9"
+
+
+def check_name(what, name):
+    """Raise :class:`CdiError` unless ``name`` is a valid CDI ``vendor``, ``class`` or ``device`` name.
+
+    Classes may hold dots since CDI 0.6.0 (:func:`minimum_version` then says 0.6.0).
+    """
+    rules = {"vendor": (_is_letter, "_-.", 2), "class": (_is_letter, "_-.", 2), "device name": (_is_alnum, "_-.:", 1)}
+    first, inner, min_length = rules[what]
+    error = _name_error(what, name, first, inner, min_length)
+    if error:
+        raise CdiError("invalid CDI %s" % error)
+
+
 def kind(mode, vendor=None, cls=None):
     if mode not in MODES:
         raise CdiError("unknown mode %r; choose from %s" % (mode, ", ".join(MODES)))
-    return "%s/%s" % (vendor or DEFAULT_VENDOR[mode], cls or DEFAULT_CLASS)
+    vendor = DEFAULT_VENDOR[mode] if vendor is None else vendor
+    cls = DEFAULT_CLASS if cls is None else cls
+    check_name("vendor", vendor)
+    check_name("class", cls)
+    return "%s/%s" % (vendor, cls)
 
 
 def default_path(mode, vendor=None, cls=None):

@@ -75,10 +75,14 @@ options:
     description:
       - Vendor part of the spec's kind. Defaults to V(management.nvidia.com) for O(mode=management)
         and V(nvidia.com) for O(mode=gpu).
+      - It needs at least two characters, a letter first, then letters, digits, C(_), C(-) and
+        C(.), and a letter or digit last. Anything else is an error, since container runtimes skip
+        a spec with a bad kind and then only report C(unresolvable CDI devices).
     type: str
   class:
     description:
-      - Class part of the spec's kind.
+      - Class part of the spec's kind, under the same rules as O(vendor). A class with a C(.) needs
+        C(cdiVersion) 0.6.0, which older consumers (such as podman 4) reject.
     type: str
     default: gpu
   devices:

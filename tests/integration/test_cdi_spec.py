@@ -13,6 +13,7 @@ import yaml
 from ansible_runner import run_module as ansible_module
 from module_runner import run_module
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import cdi
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import cdi_spec
 
 COS_HOOK = "/home/kubernetes/bin/nvidia/toolkit/nvidia-cdi-hook"
@@ -90,6 +91,41 @@ def test_cdi_library_rejects_what_it_should(tmp_path, fake_node_factory, monkeyp
     for name, expected in (("unknown.json", "unknown field"), ("badname.json", "bad name!")):
         ok, message = cdi_tools.go_validate(tmp_path / name)
         assert not ok and expected in message, (name, message)
+
+
+# (vendor, class, device name): names at the edges of CDI's rules. Dots in a class are left out:
+# they are a 0.6.0 feature that Debian's (0.5.0) library rejects by design.
+NAMES = [
+    ("nvidia.com", "gpu", "0"), ("ab", "cd", "e"), ("a-b_c.d9", "e-f_g9", "GPU-1:2.3_x"),
+    ("a", "gpu", "0"), ("vendor", "b", "0"),  # one character: the library panics, we refuse
+    ("9vendor.com", "gpu", "0"), ("vendor.com.", "gpu", "0"), ("v/x", "gpu", "0"), ("vendor", "-gpu", "0"),
+    ("vendor", "gpu_", "0"), ("vendor", "g u", "0"), ("vendor", "gpu", "-0"), ("vendor", "gpu", "0:"),
+    ("vendor", "gpu", "a b"), ("vendor", "gpu", "a/b"),
+]
+
+
+def test_name_rules_agree_with_the_cdi_library(tmp_path):
+    """cdi.check_name refuses exactly the kinds and device names the CDI library refuses."""
+    reason = cdi_tools.go_missing()
+    if reason:
+        pytest.skip(reason)
+    disagreements = []
+    for number, (vendor, cls, name) in enumerate(NAMES):
+        try:
+            cdi.check_name("vendor", vendor)
+            cdi.check_name("class", cls)
+            cdi.check_name("device name", name)
+            ours = True
+        except cdi.CdiError:
+            ours = False
+        spec = {"cdiVersion": "0.5.0", "kind": "%s/%s" % (vendor, cls),
+                "devices": [{"name": name, "containerEdits": {"env": ["A=1"]}}]}
+        path = tmp_path / ("%d.json" % number)
+        path.write_text(json.dumps(spec))
+        theirs, message = cdi_tools.go_validate(path)
+        if ours != theirs:
+            disagreements.append((vendor, cls, name, ours, message))
+    assert not disagreements
 
 
 @pytest.fixture

@@ -61,9 +61,15 @@ func main() {
 				fail("%s: device %q edits: %v", path, d.Name, err)
 			}
 			r.Devices = append(r.Devices, dev.GetQualifiedName())
-			r.Nodes = append(r.Nodes, len(o.Linux.Devices))
+			nodes := 0
+			if o.Linux != nil {
+				nodes = len(o.Linux.Devices)
+			}
+			r.Nodes = append(r.Nodes, nodes)
 			r.Mounts = len(o.Mounts)
-			r.Env = o.Process.Env
+			if o.Process != nil {
+				r.Env = o.Process.Env
+			}
 			if o.Hooks != nil {
 				r.Hooks = len(o.Hooks.CreateContainer)
 			}

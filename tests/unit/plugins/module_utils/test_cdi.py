@@ -292,6 +292,50 @@ def test_bad_options(kwargs, message):
     assert message in str(caught.value)
 
 
+@pytest.mark.parametrize("vendor, cls, message", [
+    ("", "gpu", "invalid CDI empty vendor"),
+    ("1nvidia.com", "gpu", "vendor '1nvidia.com' must start with a letter"),
+    ("nvidia.com/x", "gpu", "vendor 'nvidia.com/x' holds '/'; allowed are letters, digits and _ - ."),
+    ("nvidia.com.", "gpu", "vendor 'nvidia.com.' must end with a letter or digit"),
+    ("nvidia.com", "", "invalid CDI empty class"),
+    ("nvidia.com", "-gpu", "class '-gpu' must start with a letter"),
+    ("nvidia.com", "g p u", "class 'g p u' holds ' '"),
+    ("nvidia.com", "gpu_", "class 'gpu_' must end with a letter or digit"),
+    ("x", "gpu", "vendor 'x' is too short: at least 2 characters"),
+    ("nvidia.com", "g", "class 'g' is too short"),
+    ("xy", "zw", None),
+    ("a-b_c.d", "e-f_g", None),
+])
+def test_kind_names_follow_cdi_rules(vendor, cls, message):
+    if message is None:
+        assert cdi.kind("gpu", vendor, cls) == "%s/%s" % (vendor, cls)
+        return
+    with pytest.raises(cdi.CdiError) as caught:
+        cdi.build_spec(cos_facts(), mode="gpu", vendor=vendor, cls=cls)
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("0", None), ("GPU-1b2c", None), ("0:1", None), ("mig0:1", None), ("a.b_c-d", None),
+    ("", "empty device name"), ("-0", "must start with a letter or digit"), ("GPU-a b", "holds ' '"),
+    ("0:", "must end with a letter or digit"),
+])
+def test_device_names_follow_cdi_rules(name, message):
+    if message is None:
+        cdi.check_name("device name", name)
+        return
+    with pytest.raises(cdi.CdiError, match=message):
+        cdi.check_name("device name", name)
+
+
+def test_garbled_uuid_is_a_clear_failure():
+    facts = cos_facts()
+    facts["gpus"][0]["uuid"] = "GPU-garbled uuid"
+    with pytest.raises(cdi.CdiError, match="invalid CDI device name 'GPU-garbled uuid' holds ' '"):
+        cdi.build_spec(facts, mode="gpu")
+    assert cdi.build_spec(facts, mode="gpu", device_name_strategy=["index"])["devices"][0]["name"] == "0"
+
+
 def test_gpu_mode_without_gpus_or_without_their_nodes():
     with pytest.raises(cdi.CdiError, match="no GPUs found in /proc/driver/nvidia/gpus"):
         cdi.build_spec(cos_facts(gpus=0), mode="gpu")
