@@ -38,6 +38,8 @@ MIG_ACCESS_RE = re.compile(r"^gpu(\d+)/gi(\d+)/access$")
 MIG_CI_ACCESS_RE = re.compile(r"^gpu(\d+)/gi(\d+)/ci(\d+)/access$")
 HEADER_VERSION_RE = re.compile(r"^# driver_version: (\S+)$", re.M)
 COMPAT_ARG_RE = re.compile(r"--host-driver-version=(\S+)")
+KIND_RE = re.compile(r"""(?:^|[{,])\s*["']?kind["']?\s*:\s*["']?([^"'\s,}]+)""", re.M)
+SPEC_SUFFIXES = (".yaml", ".json")
 # Files kept directly under a driver root that is not a full filesystem (COS keeps vulkan/, share/
 # and firmware/ there) go where their readers look inside containers.
 ROOTED_PREFIXES = {"vulkan/": "/etc/", "glvnd/": "/usr/share/", "egl/": "/usr/share/", "share/": "/usr/",
@@ -469,6 +471,28 @@ def render(spec, fmt="yaml", facts=None):
     if fmt != "yaml":
         raise CdiError("unknown format %r; choose yaml or json" % fmt)
     return (header(facts) if facts else "") + yaml_emit.dump(spec)
+
+
+def declared_kind(text):
+    """The ``kind`` a spec file's text declares (YAML or JSON), or None."""
+    match = KIND_RE.search(text or "")
+    return match.group(1) if match else None
+
+
+def same_kind_warnings(path, spec_kind, others):
+    """Warnings for the other spec files (``{host path: text}``) that declare ``spec_kind`` too.
+
+    CDI consumers merge every spec of the consumer's directories: a device name defined in two files
+    of one directory is dropped as a conflict, and between directories ``/var/run/cdi`` wins over
+    ``/etc/cdi``. Either way the new spec may not be the one containers get.
+    """
+    return [
+        "%s also declares kind %s: container runtimes drop a device defined in two specs of one "
+        "directory and prefer /var/run/cdi over /etc/cdi, so %s may not be used; remove one of them "
+        "(state: absent)" % (other, spec_kind, path)
+        for other in sorted(others)
+        if other != path and declared_kind(others[other]) == spec_kind
+    ]
 
 
 def recorded_driver_version(text):

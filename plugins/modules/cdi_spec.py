@@ -144,6 +144,9 @@ options:
     default: []
 notes:
   - Discovery warnings (a damaged library, an unreadable GPU file) become task warnings.
+  - Another spec file in C(/etc/cdi), C(/var/run/cdi) or C(/run/cdi) that declares the same kind
+    draws a warning. Container runtimes drop a device defined in two specs of one directory, and
+    prefer C(/var/run/cdi) over C(/etc/cdi), so the new spec might not be used.
   - The file is written with mode C(0644); its directory is created when missing.
   - Symlinks in the directory part of O(path) are followed inside O(host_root), as the node
     resolves them (C(/var/run) is usually a link to C(/run)). A symlink at O(path) itself is
@@ -295,6 +298,34 @@ def spec_file_on_node(module, host_root, path):
     return on_node, link_target
 
 
+def other_specs(host_root, on_node):
+    """``{host path: text}`` of the other spec files in the directories CDI consumers read."""
+    found = {}
+    seen_dirs = set()
+    own = os.path.realpath(on_node)
+    for directory in cdi.SPEC_DIRS:
+        try:
+            resolved = discovery.resolve_in_root(host_root, directory)
+            names = os.listdir(node_model.node_path(host_root, resolved))
+        except (discovery.DiscoveryError, OSError):
+            continue
+        if resolved in seen_dirs:  # /var/run is usually a link to /run
+            continue
+        seen_dirs.add(resolved)
+        for name in sorted(names):
+            if not name.endswith(cdi.SPEC_SUFFIXES):
+                continue
+            full = node_model.node_path(host_root, posixpath.join(resolved, name))
+            if os.path.realpath(full) == own:
+                continue
+            try:
+                with open(full, "rb") as handle:
+                    found[posixpath.join(directory, name)] = to_text(handle.read(), errors="surrogate_or_replace")
+            except OSError:
+                continue
+    return found
+
+
 def read_existing(module, on_node):
     try:
         with open(on_node, "rb") as handle:
@@ -332,7 +363,11 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = module.params
     mode = params["mode"]
-    path = node_model.normalize_host_path(params["path"] or cdi.default_path(mode, params["vendor"], params["class"]))
+    try:
+        path = node_model.normalize_host_path(params["path"] or cdi.default_path(mode, params["vendor"],
+                                                                                 params["class"]))
+    except cdi.CdiError as exc:
+        module.fail_json(msg=str(exc))
     on_node, link_target = spec_file_on_node(module, params["host_root"], path)
     if not cdi.in_spec_dir(path):
         module.warn("%s is outside %s: container runtimes do not read CDI specs there by default"
@@ -372,6 +407,8 @@ def main():
         )
     except cdi.CdiError as exc:
         module.fail_json(msg=str(exc), **result)
+    for warning in cdi.same_kind_warnings(path, spec["kind"], other_specs(params["host_root"], on_node)):
+        module.warn(warning)
     text = cdi.render(spec, fmt, facts)
     data = to_bytes(text)
     result.update(

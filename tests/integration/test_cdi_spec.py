@@ -191,6 +191,20 @@ def test_podman_rejects_unknown_device(tmp_path, fake_node_factory, monkeypatch,
     assert proc.returncode != 0 and "unresolvable CDI devices" in proc.stderr
 
 
+def test_podman_drops_a_device_defined_twice_as_the_warning_says(tmp_path, fake_node_factory, monkeypatch,
+                                                                podman_ready):
+    """Two specs of one kind in one directory: the module warns, and podman indeed cannot use the device."""
+    node = cos_with_fake_hook(fake_node_factory, tmp_path / "hook.log")
+    args = {"host_root": str(node.root), "mode": "gpu", "hook_path": COS_HOOK}
+    run_module(cdi_spec.main, dict(args, path="/run/cdi/a.yaml"), monkeypatch=monkeypatch)
+    result, failed = run_module(cdi_spec.main, dict(args, path="/run/cdi/b.yaml"), monkeypatch=monkeypatch)
+    assert not failed and any(w.startswith("/run/cdi/a.yaml also declares kind nvidia.com/gpu")
+                              for w in result["warnings"])
+    proc = cdi_tools.podman_run(node.node_path("/run/cdi"), ["nvidia.com/gpu=0"], "true", tmp_path / "podman",
+                                binds=[(None, "/home"), (node.node_path(COS_DRIVER_ROOT), COS_DRIVER_ROOT)])
+    assert proc.returncode != 0 and "unresolvable CDI devices" in proc.stderr, proc.stderr
+
+
 def test_ansible_check_real_check_real(cos_node):
     """The done-when task through the real ``ansible`` command: changed true, true, false, false."""
     args = {"host_root": str(cos_node.root), "mode": "management", "hook_path": COS_HOOK}

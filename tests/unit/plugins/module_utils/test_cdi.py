@@ -384,3 +384,25 @@ def test_output_is_deterministic():
     facts = cos_facts()
     first = cdi.render(cdi.build_spec(facts, mode="gpu"), "yaml", facts)
     assert first == cdi.render(cdi.build_spec(cos_facts(), mode="gpu"), "yaml", cos_facts())
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("# driver_version: 1\ncdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices: []\n", "nvidia.com/gpu"),
+    ('{\n  "cdiVersion": "0.5.0",\n  "kind": "nvidia.com/gpu"\n}\n', "nvidia.com/gpu"),
+    ('{"cdiVersion": "0.5.0", "kind": "example.com/accel", "devices": []}', "example.com/accel"),
+    ("kind: 'vendor.com/x'\n", "vendor.com/x"),
+    ("cdiVersion: 0.5.0\n", None),
+    ("", None),
+    (None, None),
+])
+def test_declared_kind(text, kind):
+    assert cdi.declared_kind(text) == kind
+
+
+def test_same_kind_warnings():
+    others = {"/etc/cdi/nvidia.yaml": "kind: nvidia.com/gpu\n", "/etc/cdi/mgmt.yaml": "kind: management.nvidia.com/gpu\n",
+              "/var/run/cdi/nvidia.json": '{"kind": "nvidia.com/gpu"}', "/var/run/cdi/own.yaml": "kind: nvidia.com/gpu\n"}
+    warnings = cdi.same_kind_warnings("/var/run/cdi/own.yaml", "nvidia.com/gpu", others)
+    assert [w.split()[0] for w in warnings] == ["/etc/cdi/nvidia.yaml", "/var/run/cdi/nvidia.json"]
+    assert "prefer /var/run/cdi over /etc/cdi, so /var/run/cdi/own.yaml may not be used" in warnings[0]
+    assert cdi.same_kind_warnings("/etc/cdi/x.yaml", "other.com/gpu", others) == []

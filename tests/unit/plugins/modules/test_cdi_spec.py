@@ -322,3 +322,29 @@ def test_mode_only_change_has_a_diff(cos_node, monkeypatch):
     cos_node.node_path(MANAGEMENT_PATH).chmod(0o600)
     result = ok(cos_node, monkeypatch, check_mode=True, diff=True)
     assert result["changed"] is True and result["diff"] == {"before": {"mode": "0600"}, "after": {"mode": "0644"}}
+
+
+def test_warns_about_other_specs_of_the_same_kind(cos_node, monkeypatch):
+    first = ok(cos_node, monkeypatch, mode="gpu")
+    assert not any("also declares" in w for w in first.get("warnings", []))
+    assert not any("also declares" in w for w in ok(cos_node, monkeypatch, mode="gpu").get("warnings", []))
+    ok(cos_node, monkeypatch)  # the management spec in /var/run/cdi is another kind
+    second = ok(cos_node, monkeypatch, mode="gpu", path="/var/run/cdi/nvidia.json")
+    warnings = [w for w in second["warnings"] if "also declares" in w]
+    assert len(warnings) == 1 and warnings[0].startswith("/etc/cdi/nvidia.yaml also declares kind nvidia.com/gpu")
+
+
+def test_same_kind_check_reads_a_linked_var_run_once(cos_node, monkeypatch):
+    cos_node.node_path("/run/cdi").mkdir(parents=True)
+    cos_node.node_path("/var").mkdir(exist_ok=True)
+    cos_node.node_path("/var/run").symlink_to("/run")
+    ok(cos_node, monkeypatch, mode="gpu", path="/run/cdi/a.yaml")
+    cos_node.node_path("/run/cdi/notes.txt").write_text("kind: nvidia.com/gpu\n")  # not a spec file
+    result = ok(cos_node, monkeypatch, mode="gpu", path="/etc/cdi/b.yaml")
+    assert [w.split()[0] for w in result["warnings"] if "also declares" in w] == ["/var/run/cdi/a.yaml"]
+
+
+@pytest.mark.parametrize("args", [{"vendor": "x"}, {"vendor": "x", "path": "/etc/cdi/x.yaml"}, {"class": "g p u"}])
+def test_bad_kind_is_a_clean_failure(cos_node, monkeypatch, args):
+    result, failed = run(cos_node, monkeypatch, mode="gpu", **args)
+    assert failed and result["msg"].startswith("invalid CDI ")
