@@ -340,6 +340,7 @@ def test_same_kind_check_reads_a_linked_var_run_once(cos_node, monkeypatch):
     cos_node.node_path("/var/run").symlink_to("/run")
     ok(cos_node, monkeypatch, mode="gpu", path="/run/cdi/a.yaml")
     cos_node.node_path("/run/cdi/notes.txt").write_text("kind: nvidia.com/gpu\n")  # not a spec file
+    cos_node.node_path("/run/cdi/odd.yaml").mkdir()  # unreadable: skipped
     result = ok(cos_node, monkeypatch, mode="gpu", path="/etc/cdi/b.yaml")
     assert [w.split()[0] for w in result["warnings"] if "also declares" in w] == ["/var/run/cdi/a.yaml"]
 
