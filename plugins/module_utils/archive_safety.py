@@ -44,6 +44,15 @@ def link_target_inside(name, target):
     return joined != ".." and not joined.startswith("../")
 
 
+def tar_member_kind(info):
+    """The MEMBER_KINDS name of a ``tarfile.TarInfo`` (duck-typed: no tarfile import needed)."""
+    for test, kind in (("issym", "symlink"), ("islnk", "hardlink"), ("isdir", "dir"), ("isreg", "file"),
+                       ("ischr", "char"), ("isblk", "block"), ("isfifo", "fifo")):
+        if getattr(info, test)():
+            return kind
+    return "other"
+
+
 def check_member(name, kind, mode=0, linkname=None):
     """The member's normalised name; raises UnsafeMember with the reason when it is refused."""
     if kind not in MEMBER_KINDS:

@@ -294,18 +294,7 @@ class SourceTree:
             raise InstallError("%s is neither a directory nor a readable tarball: %s" % (path, exc)) from None
         self._tars.append(tar)
         for member in tar.getmembers():
-            if member.issym():
-                kind = "symlink"
-            elif member.islnk():
-                kind = "hardlink"
-            elif member.isdir():
-                kind = "dir"
-            elif member.isreg():
-                kind = "file"
-            elif member.ischr() or member.isblk():
-                kind = "char"
-            else:
-                kind = "other"
+            kind = archive_safety.tar_member_kind(member)
             try:
                 clean = archive_safety.check_member(member.name, kind, member.mode, member.linkname or None)
             except archive_safety.UnsafeMember as exc:

@@ -88,22 +88,7 @@ def read_tar(fileobj, source):
     files = {}
     with tar:
         for info in tar.getmembers():
-            if info.issym():
-                kind = "symlink"
-            elif info.islnk():
-                kind = "hardlink"
-            elif info.isdir():
-                kind = "dir"
-            elif info.isreg():
-                kind = "file"
-            elif info.ischr():
-                kind = "char"
-            elif info.isblk():
-                kind = "block"
-            elif info.isfifo():
-                kind = "fifo"
-            else:
-                kind = "other"
+            kind = archive_safety.tar_member_kind(info)
             clean = _checked(source, info.name, kind, info.mode, info.linkname or None)
             if not clean:
                 continue

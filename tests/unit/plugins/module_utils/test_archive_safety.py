@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import tarfile
+
 import pytest
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import archive_safety as sa
@@ -59,3 +61,13 @@ def test_parse_checksum(checksum, expected):
 def test_parse_checksum_refused(checksum):
     with pytest.raises(ValueError):
         sa.parse_checksum(checksum)
+
+
+@pytest.mark.parametrize("kind_type, expected", [
+    (tarfile.SYMTYPE, "symlink"), (tarfile.LNKTYPE, "hardlink"), (tarfile.DIRTYPE, "dir"), (tarfile.REGTYPE, "file"),
+    (tarfile.CHRTYPE, "char"), (tarfile.BLKTYPE, "block"), (tarfile.FIFOTYPE, "fifo"), (tarfile.CONTTYPE, "file"),
+])
+def test_tar_member_kind(kind_type, expected):
+    info = tarfile.TarInfo("x")
+    info.type = kind_type
+    assert sa.tar_member_kind(info) == expected
