@@ -191,8 +191,8 @@ def test_podman_rejects_unknown_device(tmp_path, fake_node_factory, monkeypatch,
     assert proc.returncode != 0 and "unresolvable CDI devices" in proc.stderr
 
 
-def test_podman_drops_a_device_defined_twice_as_the_warning_says(tmp_path, fake_node_factory, monkeypatch,
-                                                                podman_ready):
+def test_podman_drops_a_device_defined_twice_as_the_warning_says(
+        tmp_path, fake_node_factory, monkeypatch, podman_ready):
     """Two specs of one kind in one directory: the module warns, and podman indeed cannot use the device."""
     node = cos_with_fake_hook(fake_node_factory, tmp_path / "hook.log")
     args = {"host_root": str(node.root), "mode": "gpu", "hook_path": COS_HOOK}
