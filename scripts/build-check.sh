@@ -15,6 +15,6 @@ ansible-galaxy collection install --offline --force -p "$work/collections" "$tar
 python tests/support/fakenode.py --layout cos "$work/node" >/dev/null
 out=$(ANSIBLE_COLLECTIONS_PATH="$work/collections" ansible localhost -c local -i localhost, \
   -m gpu_node.container_toolkit.nvidia_driver_info -a "host_root=$work/node")
-echo "$out" | grep -q '"driver_root": "/home/kubernetes/bin/nvidia"' || { echo "$out"; echo "installed module did not report the COS driver root" >&2; exit 1; }
+grep -q '"driver_root": "/home/kubernetes/bin/nvidia"' <<<"$out" || { echo "$out"; echo "installed module did not report the COS driver root" >&2; exit 1; }
 ANSIBLE_COLLECTIONS_PATH="$work/collections" ansible-doc -l gpu_node.container_toolkit
 echo "installed copy runs: ok"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite: lint, pytest (unit + integration with real containerd and podman),
-# ansible-test sanity and units, the built collection installed offline, the oldest ansible-core
+# ansible-test sanity and units, molecule scenarios, the built collection installed offline, the oldest ansible-core
 # we claim (compat). `scripts/test.sh pytest lint` runs only those stages.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(lint pytest ansible-test build compat)
+[ ${#stages[@]} -gt 0 ] || stages=(lint pytest ansible-test molecule build compat)
 
 scripts/system-deps.sh
 scripts/venv.sh

@@ -208,3 +208,10 @@ def evil_member(kind):
     data = b"#!/bin/sh\necho escaped\n"
     info.size = len(data)
     return info, data
+
+
+if __name__ == "__main__":
+    # python tests/support/toolkit_artifacts.py DIR: an unpacked-packages tree of stand-ins in DIR.
+    import sys
+
+    print(build_tree(sys.argv[1]))
