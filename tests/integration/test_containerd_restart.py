@@ -22,6 +22,7 @@ from pathlib import Path
 
 import cri
 import pytest
+import toolkit_artifacts
 from ansible_runner import REPO, recap, run_playbook
 from fakenode import GKE_CONTAINERD_CONFIG
 
@@ -75,8 +76,9 @@ def _restart_script(work, config, refuse):
     return script
 
 
-def _converge(node, work, socket, script, state="present"):
+def _converge(node, work, socket, script, state="present", toolkit_src=""):
     extra = {
+        "gpu_node_toolkit_src": str(toolkit_src),
         "gpu_node_hosts": "localhost", "gpu_node_host_root": str(node.root), "gpu_node_state": state,
         "gpu_node_containerd_restart_mode": "command", "gpu_node_containerd_restart_command": str(script),
         "gpu_node_cdi_enabled": False, "containerd_health_command": "%s %%s" % (work / "health"),
@@ -114,6 +116,31 @@ def test_restart_once_on_change_never_on_no_change(node_with_containerd):
 
     proc = _converge(node, work, socket, script)
     assert proc.returncode == 0, proc.stdout[-4000:]
+    assert recap(proc.stdout)["localhost"]["changed"] == 0
+    assert _restarts(work) == baseline + 1
+
+
+def test_toolkit_upgrade_restarts_once_with_the_config_unchanged(node_with_containerd, tmp_path):
+    node, work, config, socket = node_with_containerd
+    script = _restart_script(work, config, refuse=False)
+    subprocess.run([str(script)], check=True)
+    assert _wait_answering(node, socket)
+    old = toolkit_artifacts.build_tree(tmp_path / "1.14.3", version="1.14.3")
+    new = toolkit_artifacts.build_tree(tmp_path / "1.14.4", version="1.14.4")
+
+    proc = _converge(node, work, socket, script, toolkit_src=old)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    baseline, provisioned = _restarts(work), config.read_bytes()
+    proc = _converge(node, work, socket, script, toolkit_src=old)
+    assert recap(proc.stdout)["localhost"]["changed"] == 0
+    assert _restarts(work) == baseline
+
+    proc = _converge(node, work, socket, script, toolkit_src=new)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert config.read_bytes() == provisioned
+    assert _restarts(work) == baseline + 1
+    assert _wait_answering(node, socket)
+    proc = _converge(node, work, socket, script, toolkit_src=new)
     assert recap(proc.stdout)["localhost"]["changed"] == 0
     assert _restarts(work) == baseline + 1
 
