@@ -190,9 +190,10 @@ class _Discovery:
                 self.warnings.append("ignoring %s: %s" % (cache, exc))
             return []
 
-    def read_soname(self, host_path):
+    def read_soname(self, host_path, path_here=None):
+        """The SONAME of ``host_path`` (``path_here``: where this machine sees it, when known)."""
         try:
-            fd = os.open(self.on_node(host_path), os.O_RDONLY)
+            fd = os.open(path_here or self.on_node(host_path), os.O_RDONLY)
             try:
                 head = os.pread(fd, ELF_HEAD_SIZE, 0)
 
@@ -216,11 +217,11 @@ class _Discovery:
         def is_driver_library(name):
             return wanted.match(name) or EXTRA_LIBRARY_RE.match(name)
 
-        def add(real):
+        def add(real, path_here=None):
             if real in seen:
                 return
             seen.add(real)
-            soname = self.read_soname(real)
+            soname = self.read_soname(real, path_here)
             if soname is not False:
                 found.append({"path": real, "soname": soname})
 
@@ -238,7 +239,7 @@ class _Discovery:
                     if is_driver_library(posixpath.basename(real)) and os.path.isfile(self.on_node(real)):
                         add(real)
                 elif entry.is_file():
-                    add(posixpath.join(real_dir, entry.name))
+                    add(posixpath.join(real_dir, entry.name), entry.path)
         for _name, path in self.ld_cache_entries(driver_root):
             in_driver = resolve_in_root(self.on_node(driver_root), path)
             real = resolve_in_root(self.host_root, node_model.join_host(driver_root, in_driver))

@@ -26,12 +26,14 @@ def _structs(order, is64):
     """Precompiled (ELF header tail, program header, dynamic entry) structs for a layout."""
     key = (order, is64)
     if key not in _STRUCTS:
+        # Program headers are unpacked whole (Elf64_Phdr: 56 bytes, Elf32_Phdr: 32) so that a
+        # table of standard-size entries goes through one iter_unpack.
         if is64:
             # e_phoff at 32; e_phentsize, e_phnum at 54
-            _STRUCTS[key] = (struct.Struct(order + "32xQ14xHH"), struct.Struct(order + "IIQQQQ"), struct.Struct(order + "qQ"))
+            _STRUCTS[key] = (struct.Struct(order + "32xQ14xHH"), struct.Struct(order + "IIQQQQQQ"), struct.Struct(order + "qQ"))
         else:
             # e_phoff at 28; e_phentsize, e_phnum at 42
-            _STRUCTS[key] = (struct.Struct(order + "28xI10xHH"), struct.Struct(order + "IIIII"), struct.Struct(order + "iI"))
+            _STRUCTS[key] = (struct.Struct(order + "28xI10xHH"), struct.Struct(order + "IIIIIIII"), struct.Struct(order + "iI"))
     return _STRUCTS[key]
 
 
