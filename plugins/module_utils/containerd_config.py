@@ -37,6 +37,8 @@ CONTAINERD_BINARIES = (
 )
 
 UNSET = "(unset)"
+# The key was unset in a table that had a header of its own but no keys: ``absent`` keeps the header.
+UNSET_HEADER_KEPT = "(unset; header kept)"
 # Inline comment on a value this module replaced: the old value (as written) follows it.
 PREVIOUS_MARKER = "gpu_node.container_toolkit previous value:"
 # Inline comment on keys and tables this module created only to keep the config working
@@ -256,7 +258,7 @@ def already_done(data, text, params):
     if params.get("set_as_default"):
         if default != names[0]:
             return False
-    elif PREVIOUS_MARKER in text:
+    elif re.search(r"(?m)^[ \t]*default_runtime_name[ \t]*=.*#.*" + re.escape(PREVIOUS_MARKER), text):
         return False
     existing = [k for k, v in runtimes.items() if isinstance(v, dict)]
     return not needs_default_entry(existing, default, names)

@@ -15,6 +15,7 @@ it created only to make the config work carries ``# added by gpu_node.container_
 from __future__ import annotations
 
 import copy
+import re
 
 try:
     import tomllib
@@ -49,11 +50,58 @@ PREVIOUS_MARKER = cc.PREVIOUS_MARKER
 # --- generic tomlkit helpers (also used by toolkit_toml) -------------------------------------
 
 def parse(text, name):
-    """Parse ``text``; a clear ConfigError naming ``name`` when it is not TOML."""
+    """Parse ``text`` into a document that renders back to exactly ``text``.
+
+    A clear ConfigError naming ``name`` when it is not TOML, or when tomlkit cannot reproduce
+    it byte for byte (an edit would then change parts of the file nobody asked to change).
+    """
     try:
-        return tomlkit.parse(text)
+        doc = tomlkit.parse(text)
     except TOMLKitError as exc:
         raise cc.ConfigError("%s is not valid TOML: %s" % (name, exc)) from None
+    if doc.as_string() != text:
+        _restore_header_indents(doc, text)
+        if doc.as_string() != text:
+            raise cc.ConfigError("%s cannot be edited without changing lines this module does not own "
+                                 "(tomlkit does not reproduce its layout); it was left as it was" % name)
+    return doc
+
+
+def _header_tables(container):
+    """The tables whose headers tomlkit renders, in the order it renders them."""
+    found = []
+    for _key, item in container.body:
+        tables = item.body if isinstance(item, _AoT) else [item] if isinstance(item, _Table) else []
+        for table in tables:
+            if isinstance(item, _AoT) or not table.is_super_table():
+                found.append(table)
+            found.extend(_header_tables(table.value))
+    return found
+
+
+def _restore_header_indents(doc, text):
+    """Give every table header the indentation it has in ``text``.
+
+    tomlkit's parser indents the second and later tables under an implicit parent table
+    (``[a.b.x]``, ``[a.b.y]`` with no ``[a.b]``) by the parent's indentation once more on each
+    parse. Each header is found in a rendering where its indentation is a numbered marker, and
+    given the whitespace that starts the same line of ``text``.
+    """
+    tables = _header_tables(doc)
+    saved = [table.trivia.indent for table in tables]
+    for number, table in enumerate(tables):
+        table.trivia.indent = saved[number].rstrip(" \t") + "\0%d\0" % number
+    marked = doc.as_string().split("\n")
+    for number, table in enumerate(tables):
+        table.trivia.indent = saved[number]
+    lines = text.split("\n")
+    if len(marked) != len(lines):
+        return
+    for index, line in enumerate(marked):
+        if line.startswith("\0"):
+            number = int(line[1:line.index("\0", 1)])
+            source = lines[index]
+            tables[number].trivia.indent = saved[number].rstrip(" \t") + source[:len(source) - len(source.lstrip(" \t"))]
 
 
 def _parts(table):
@@ -92,6 +140,31 @@ def _part_for(table, key):
         if not part.is_super_table():
             return part
     return parts[0]
+
+
+_KEY_LINE = re.compile(r"""^[ \t]+(\[|([A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*')([ \t]*\.[ \t]*([A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*'))*[ \t]*=)""")
+
+
+def indent_unit(text):
+    """The indentation step of ``text``: the leading whitespace of its first indented table
+    header or key (containerd's own files indent two spaces per level); "" for a flat file."""
+    for line in (text or "").split("\n"):
+        match = _KEY_LINE.match(line)
+        if match:
+            return line[:len(line) - len(line.lstrip(" \t"))]
+    return ""
+
+
+def lay_out(table, path, unit):
+    """Indent a table this module created as containerd indents its own files: ``unit`` per
+    level of ``path`` for the header, one more for the keys, and the same for its sub-tables."""
+    table.trivia.indent = unit * (len(path) - 1)
+    for key in list(table):
+        item = item_of(table, key)
+        if isinstance(item, _Table):
+            lay_out(item, tuple(path) + (key,), unit)
+        elif not isinstance(item, _AoT) and getattr(item, "trivia", None) is not None:
+            item.trivia.indent = unit * len(path)
 
 
 def _sibling_indent(table):
@@ -169,10 +242,14 @@ def _insert_key(table, key, value):
         table[key] = value
 
 
-def set_value(table, key, value, comment=None):
-    """Set ``table[key]``; a new key takes its siblings' indentation and quoting; the comment is replaced."""
+def set_value(table, key, value, comment=None, indent=None, header_indent=None):
+    """Set ``table[key]``; a new key takes its siblings' indentation (else ``indent``) and quoting;
+    the comment is replaced. A table without a header gets one, indented by ``header_indent``."""
     table = _part_for(table, key)
     new = key not in table
+    implicit = new and isinstance(table, _Table) and table.is_super_table()
+    if new and _sibling_indent(table) is not None:
+        indent = _sibling_indent(table)
     if isinstance(value, str) and "'" not in value and "\n" not in value:
         literal = (not new and isinstance(item_of(table, key), _String) and item_of(table, key).type == _StringType.SLL) \
             or (new and _literal_style(table))
@@ -183,10 +260,10 @@ def set_value(table, key, value, comment=None):
     else:
         table[key] = value
     item = item_of(table, key)
-    if new:
-        indent = _sibling_indent(table)
-        if indent is not None:
-            item.trivia.indent = indent
+    if new and indent is not None:
+        item.trivia.indent = indent
+    if implicit and header_indent is not None:
+        table.trivia.indent = header_indent
     if comment:
         item.trivia.comment_ws = " "
         item.trivia.comment = "# " + comment
@@ -208,7 +285,14 @@ def plain(value):
     return value.unwrap() if hasattr(value, "unwrap") else value
 
 
-def set_recorded(table, key, value, name, tracker):
+def _has_own_header(table):
+    """True when ``table`` has a header in the file but no plain keys (only sub-tables)."""
+    parts = _parts(table)
+    return any(isinstance(part, _Table) and not part.is_super_table() for part in parts) and \
+        all(isinstance(item_of(table, k), (_Table, _AoT)) for k in table)
+
+
+def set_recorded(table, key, value, name, tracker, indent=None, header_indent=None):
     """Set ``key`` to ``value``, recording the previous value (as written, with its comment) once."""
     existed = key in table
     current = plain(table.get(key)) if existed else None
@@ -222,13 +306,16 @@ def set_recorded(table, key, value, name, tracker):
         item = item_of(table, key)
         record = "%s %s%s%s" % (PREVIOUS_MARKER, item.as_string(), item.trivia.comment_ws if comment else "", comment)
     else:
-        record = "%s %s" % (PREVIOUS_MARKER, cc.UNSET)
-    set_value(table, key, value, record)
+        record = "%s %s" % (PREVIOUS_MARKER, cc.UNSET_HEADER_KEPT if _has_own_header(table) else cc.UNSET)
+    set_value(table, key, value, record, indent=indent, header_indent=header_indent)
     tracker.add(name, current, value, reason="%r -> %r" % (current, value) if existed else "unset -> %r" % (value,))
 
 
 def parse_previous(comment):
-    """(found, previous TOML text or None for unset)."""
+    """(found, previous TOML text or None for unset).
+
+    The previous text is ``cc.UNSET_HEADER_KEPT`` when the key was unset in a table whose
+    header stays after the key is removed."""
     text = (comment or "").lstrip("#").strip()
     if not text.startswith(PREVIOUS_MARKER):
         return False, None
@@ -257,10 +344,11 @@ def restore_recorded(table, key, name, tracker):
     if not found:
         return False
     current = plain(table[key])
-    if previous is None:
+    if previous in (None, cc.UNSET_HEADER_KEPT):
         del table[key]
-        for part in _parts(table):
-            _back_to_implicit(part)
+        if previous is None:
+            for part in _parts(table):
+                _back_to_implicit(part)
         tracker.add(name, current, None, reason="%r -> unset (restored)" % (current,))
     else:
         old = tomlkit.parse("v = " + previous).item("v")
@@ -292,8 +380,14 @@ def prune_empty_super_tables(doc, keys):
 
 # --- containerd edits ------------------------------------------------------------------------
 
-def _runtime_options(runtime, version, name):
-    return get_table(runtime, ("options",), create=True, prefix=cc.runtimes_table(version) + (name,))
+def _runtime_options(runtime, version, name, unit):
+    """The runtime's ``options`` table; a new one is indented like the file's own tables."""
+    path = cc.runtimes_table(version) + (name, "options")
+    created = "options" not in runtime
+    options = get_table(runtime, ("options",), create=True, prefix=path[:-1])
+    if created:
+        lay_out(item_of(runtime, "options"), path, unit)
+    return options, unit * len(path)
 
 
 def copy_item(item):
@@ -310,7 +404,7 @@ def _new_runtime(template_table, header_indent):
     return table
 
 
-def _ensure_runtime(runtimes, name, binary, runtime_type, version, template, template_table, tracker):
+def _ensure_runtime(runtimes, name, binary, runtime_type, version, template, template_table, tracker, unit=""):
     prefix = "runtime %s" % name
     if name not in runtimes:
         table = _new_runtime(template_table, None)
@@ -318,10 +412,12 @@ def _ensure_runtime(runtimes, name, binary, runtime_type, version, template, tem
         runtimes[name] = table
         if template_table is not None:
             item_of(runtimes, name).trivia.indent = template_table.trivia.indent
-        options = _runtime_options(runtimes[name], version, name)
-        set_value(options, "BinaryName", binary)
+        else:
+            lay_out(item_of(runtimes, name), cc.runtimes_table(version) + (name,), unit)
+        options, indent = _runtime_options(runtimes[name], version, name, unit)
+        set_value(options, "BinaryName", binary, indent=indent)
         if version == 1:
-            set_value(options, "Runtime", binary)
+            set_value(options, "Runtime", binary, indent=indent)
         if not runtimes[name].as_string().endswith("\n\n"):
             options.add(tomlkit.nl())
         tracker.add(prefix, None, {"runtime_type": runtime_type, "BinaryName": binary},
@@ -332,20 +428,20 @@ def _ensure_runtime(runtimes, name, binary, runtime_type, version, template, tem
     if current_type != runtime_type:
         set_value(runtime, "runtime_type", runtime_type)
         tracker.add(prefix + " runtime_type", current_type, runtime_type, reason="%r -> %r" % (current_type, runtime_type))
-    options = _runtime_options(runtime, version, name)
+    options, indent = _runtime_options(runtime, version, name, unit)
     keys = ("BinaryName", "Runtime") if version == 1 else ("BinaryName",)
     for key in keys:
         current = plain(options.get(key))
         if current != binary:
-            set_value(options, key, binary)
+            set_value(options, key, binary, indent=indent)
             tracker.add("%s %s" % (prefix, key), current, binary, reason="%r -> %r" % (current, binary))
 
 
-def apply_present(doc, version, params, tracker, source=None):
+def apply_present(doc, version, params, tracker, source=None, unit=""):
     """Register the runtimes in ``doc`` (the root config, or a drop-in).
 
     ``source``: (runtimes table, default runtime name) to copy templates from when ``doc`` is a
-    drop-in that does not hold them itself.
+    drop-in that does not hold them itself. ``unit``: the file's indentation step.
     """
     cri = get_table(doc, cc.cri_table(version), create=True)
     containerd = get_table(cri, ("containerd",), create=True, prefix=cc.cri_table(version))
@@ -369,6 +465,7 @@ def apply_present(doc, version, params, tracker, source=None):
         table.comment(cc.ADDED_MARKER)
         table.add(tomlkit.nl())
         runtimes["runc"] = table
+        lay_out(item_of(runtimes, "runc"), cc.runtimes_table(version) + ("runc",), unit)
         tracker.add("runtime runc", None, {"runtime_type": cc.DEFAULT_RUNTIME_TYPE},
                     reason="missing next to default_runtime_name %r (added: a runtimes table replaces "
                            "containerd's built-in one)" % (default_name or "runc"))
@@ -377,13 +474,16 @@ def apply_present(doc, version, params, tracker, source=None):
     template_table = source_runtimes[template] if template else None
     for entry in params["runtimes"]:
         _ensure_runtime(runtimes, entry["name"], entry["binary"], params["runtime_type"], version,
-                        template, template_table, tracker)
+                        template, template_table, tracker, unit)
+    at_cri = {"indent": unit * len(cc.cri_table(version)), "header_indent": unit * (len(cc.cri_table(version)) - 1)}
     if params.get("enable_cdi") is not None:
-        set_recorded(cri, "enable_cdi", bool(params["enable_cdi"]), "enable_cdi", tracker)
+        set_recorded(cri, "enable_cdi", bool(params["enable_cdi"]), "enable_cdi", tracker, **at_cri)
     if params.get("cdi_spec_dirs") is not None:
-        set_recorded(cri, "cdi_spec_dirs", list(params["cdi_spec_dirs"]), "cdi_spec_dirs", tracker)
+        set_recorded(cri, "cdi_spec_dirs", list(params["cdi_spec_dirs"]), "cdi_spec_dirs", tracker, **at_cri)
     if params.get("set_as_default"):
-        set_recorded(containerd, "default_runtime_name", names[0], "default_runtime_name", tracker)
+        depth = len(cc.containerd_table(version))
+        set_recorded(containerd, "default_runtime_name", names[0], "default_runtime_name", tracker,
+                     indent=unit * depth, header_indent=unit * (depth - 1))
     else:
         restore_recorded(containerd, "default_runtime_name", "default_runtime_name", tracker)
 
@@ -468,7 +568,7 @@ def edit(text, params, containerd_output=None, drop_in_text=None, name="config.t
         before_drop = _effective(drop_doc)
         new_drop_in = _edit_drop_in(doc, version, params, tracker, drop_in, drop_in_text)
     elif state == "present":
-        apply_present(doc, version, params, tracker)
+        apply_present(doc, version, params, tracker, unit=indent_unit(text))
     else:
         apply_absent(doc, version, params, tracker)
     new_text = doc.as_string()

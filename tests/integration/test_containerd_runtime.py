@@ -106,6 +106,33 @@ def test_gke_cos_config_done_when(tmp_path, workdir):
 
 
 @needs_containerd
+def test_debian_package_config(tmp_path, workdir):
+    """Debian 12's own config.toml (indented, no runtimes table) with the gpu_node role's arguments:
+    one change laid out as containerd lays out its files, then none, and absent gives the package's bytes."""
+    config, original, _sock = node_with(tmp_path, "debian-12-package.toml", workdir, isolate=False)
+    args = {"host_root": str(tmp_path), "enable_cdi": True}
+    four_runs(args)
+    lines = config.read_text().splitlines()
+    assert '    enable_cdi = true # gpu_node.container_toolkit previous value: (unset; header kept)' in lines
+    assert '        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]' in lines
+    assert '          runtime_type = "io.containerd.runc.v2"' in lines
+    assert '            BinaryName = "/usr/local/nvidia/toolkit/nvidia-container-runtime.cdi"' in lines
+    dump = cri.config_dump(config)["plugins"]["io.containerd.grpc.v1.cri"]
+    assert dump["cni"]["bin_dir"] == "/usr/lib/cni"
+    assert sorted(dump["containerd"]["runtimes"]) == ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]
+    text, sock = cri.isolate(config.read_text(), workdir)
+    isolated = workdir / "isolated.toml"
+    isolated.write_text(text)
+    with cri.Containerd(isolated, sock, workdir / "containerd.log"):
+        assert sorted(runtimes_seen(cri.status(sock))) == ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]
+
+    removed = run_module("containerd_runtime", dict(args, state="absent"))
+    assert removed["changed"] is True
+    assert config.read_text() == original
+    assert run_module("containerd_runtime", dict(args, state="absent"))["changed"] is False
+
+
+@needs_containerd
 def test_default_config_set_as_default_with_backup_and_diff(tmp_path, workdir):
     config, original, sock = node_with(tmp_path, "containerd-1.6.20-default.toml", workdir)
     args = {"host_root": str(tmp_path), "set_as_default": True, "backup": True}

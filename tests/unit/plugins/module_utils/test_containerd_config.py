@@ -203,7 +203,10 @@ def _config(version=2, default="runc", runc=True, binary_suffix="", runtime_type
     (_config(runc=False, default="kata"), "", _params(), True),
     (_config(), "", _params(set_as_default=True), False),
     (_config(default="nvidia"), "", _params(set_as_default=True), True),
-    (_config(), "x # %s \"runc\"" % cc.PREVIOUS_MARKER, _params(), False),   # a recorded default to restore
+    # a recorded default to restore
+    (_config(), "  default_runtime_name = \"runc\" # %s \"nvidia\"" % cc.PREVIOUS_MARKER, _params(), False),
+    # a recorded enable_cdi is no reason to edit
+    (_config(), "    enable_cdi = true # %s (unset)" % cc.PREVIOUS_MARKER, _params(), True),
     (_config(), "", _params(enable_cdi=True), False),
     (_config(cri_extra={"enable_cdi": True}), "", _params(enable_cdi=True), True),
     (_config(cri_extra={"enable_cdi": 1}), "", _params(enable_cdi=True), False),

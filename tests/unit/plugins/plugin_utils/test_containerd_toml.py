@@ -24,6 +24,8 @@ HAND_MADE = {
     "comments": ("comments-everywhere.toml", 2),
     "imports": ("imports.toml", 2),
     "v1": ("v1.toml", 1),
+    # /etc/containerd/config.toml of Debian 12's containerd package: indented, no runtimes.
+    "debian-12": ("debian-12-package.toml", 2),
 }
 ALL = dict(DEFAULTS, **HAND_MADE)
 
@@ -371,3 +373,43 @@ def test_fast_path_agrees_with_full_edit(monkeypatch, name, options):
         full = ct.edit(source, params(**options))
         monkeypatch.undo()
         assert fast == full
+
+
+def test_new_tables_and_keys_follow_the_files_indentation():
+    """Debian's indented file: headers two spaces per level, keys one level deeper, as containerd writes."""
+    result = ct.edit(fixture("debian-12"), params(set_as_default=True, enable_cdi=True))
+    lines = result["text"].splitlines()
+    assert '    enable_cdi = true # %s %s' % (cc.PREVIOUS_MARKER, cc.UNSET_HEADER_KEPT) in lines
+    assert '    [plugins."io.containerd.grpc.v1.cri".containerd]' in lines
+    assert '      default_runtime_name = "nvidia" # %s %s' % (cc.PREVIOUS_MARKER, cc.UNSET) in lines
+    assert '        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc] # %s' % cc.ADDED_MARKER in lines
+    assert '          [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]' in lines
+    assert '            BinaryName = "/usr/local/nvidia/toolkit/nvidia-container-runtime"' in lines
+    flat = ct.edit("version = 2\n", params(enable_cdi=True))["text"]
+    assert not [line for line in flat.splitlines() if line[:1] in (" ", "\t")]
+
+
+@pytest.mark.parametrize("unit", ["  ", "\t"])
+def test_indent_unit(unit):
+    text = 'version = 2\n[a]\n%sb = [\n    "x = 1",\n]\n' % unit
+    assert ct.indent_unit(text) == unit
+    assert ct.indent_unit('a = [\n  "b = c",\n]\n[t]\nk = 1\n') == ""
+
+
+IMPLICIT_PARENT = '[plugins]\n  [plugins.x.runtimes.a]\n    k = 1\n  [plugins.x.runtimes.b]\n    k = 2\n'
+
+
+def test_parse_gives_back_the_indentation_tomlkit_loses():
+    """tomlkit indents the second table under an implicit parent once more on every parse."""
+    assert tomlkit.parse(IMPLICIT_PARENT).as_string() != IMPLICIT_PARENT
+    assert ct.parse(IMPLICIT_PARENT, "x.toml").as_string() == IMPLICIT_PARENT
+    result = ct.edit(IMPLICIT_PARENT.replace("plugins.x", 'plugins."io.containerd.grpc.v1.cri".containerd'),
+                     params(enable_cdi=True))
+    assert ct.parse(result["text"], "x.toml").as_string() == result["text"]
+    assert ct.edit(result["text"], params(enable_cdi=True))["changes"] == []
+
+
+def test_a_file_tomlkit_cannot_reproduce_is_refused(monkeypatch):
+    monkeypatch.setattr(ct, "_restore_header_indents", lambda doc, text: None)
+    with pytest.raises(cc.ConfigError, match=r"x\.toml cannot be edited without changing lines .* left as it was"):
+        ct.parse(IMPLICIT_PARENT, "x.toml")
