@@ -285,11 +285,17 @@ def plain(value):
     return value.unwrap() if hasattr(value, "unwrap") else value
 
 
-def _has_own_header(table):
-    """True when ``table`` has a header in the file but no plain keys (only sub-tables)."""
-    parts = _parts(table)
-    return any(isinstance(part, _Table) and not part.is_super_table() for part in parts) and \
-        all(isinstance(item_of(table, k), (_Table, _AoT)) for k in table)
+def _unset_record(table):
+    """How to record a key this module adds to ``table``: ``cc.UNSET_HEADER_KEPT`` when the table
+    had a header of its own and no plain keys (so removing the key must keep the header),
+    else ``cc.UNSET``. A key recorded earlier in the table already made that decision."""
+    for key in table:
+        found, previous = parse_previous(comment_of(table, key))
+        if found and previous in (None, cc.UNSET_HEADER_KEPT):
+            return previous or cc.UNSET
+    explicit = any(isinstance(part, _Table) and not part.is_super_table() for part in _parts(table))
+    header_only = all(isinstance(item_of(table, k), (_Table, _AoT)) for k in table)
+    return cc.UNSET_HEADER_KEPT if explicit and header_only else cc.UNSET
 
 
 def set_recorded(table, key, value, name, tracker, indent=None, header_indent=None):
@@ -306,7 +312,7 @@ def set_recorded(table, key, value, name, tracker, indent=None, header_indent=No
         item = item_of(table, key)
         record = "%s %s%s%s" % (PREVIOUS_MARKER, item.as_string(), item.trivia.comment_ws if comment else "", comment)
     else:
-        record = "%s %s" % (PREVIOUS_MARKER, cc.UNSET_HEADER_KEPT if _has_own_header(table) else cc.UNSET)
+        record = "%s %s" % (PREVIOUS_MARKER, _unset_record(table))
     set_value(table, key, value, record, indent=indent, header_indent=header_indent)
     tracker.add(name, current, value, reason="%r -> %r" % (current, value) if existed else "unset -> %r" % (value,))
 

@@ -110,7 +110,7 @@ def test_debian_package_config(tmp_path, workdir):
     """Debian 12's own config.toml (indented, no runtimes table) with the gpu_node role's arguments:
     one change laid out as containerd lays out its files, then none, and absent gives the package's bytes."""
     config, original, _sock = node_with(tmp_path, "debian-12-package.toml", workdir, isolate=False)
-    args = {"host_root": str(tmp_path), "enable_cdi": True}
+    args = {"host_root": str(tmp_path), "enable_cdi": True, "cdi_spec_dirs": ["/etc/cdi", "/var/run/cdi"]}
     four_runs(args)
     lines = config.read_text().splitlines()
     assert '    enable_cdi = true # gpu_node.container_toolkit previous value: (unset; header kept)' in lines

@@ -73,7 +73,8 @@ def changed_lines(before, after):
 def test_present_then_absent_round_trip(name, set_as_default):
     text = fixture(name)
     version = ALL[name][1]
-    first = ct.edit(text, params(set_as_default=set_as_default, enable_cdi=True))
+    wanted = params(set_as_default=set_as_default, enable_cdi=True, cdi_spec_dirs=["/etc/cdi", "/var/run/cdi"])
+    first = ct.edit(text, wanted)
     assert first["version"] == version
     assert first["restart_required"] is True
     runtimes = runtimes_of(first["text"], version)
@@ -87,7 +88,7 @@ def test_present_then_absent_round_trip(name, set_as_default):
     # Nothing removed: every line of the original is still there.
     assert not [line for line in changed_lines(text, first["text"]) if line.startswith("- ")
                 and "default_runtime_name" not in line and "enable_cdi" not in line]
-    again = ct.edit(first["text"], params(set_as_default=set_as_default, enable_cdi=True))
+    again = ct.edit(first["text"], wanted)
     assert again["text"] == first["text"]
     assert again["changes"] == [] and again["restart_required"] is False
     back = ct.edit(first["text"], params(state="absent"))
