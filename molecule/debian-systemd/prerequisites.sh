@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# What the debian-systemd scenario needs before `molecule test -s debian-systemd`; run by
+# scripts/molecule.sh. Idempotent, and quick once its results are cached under .cache/:
+#   - the containers.podman collection (the podman driver's modules and connection), taken from the
+#     PyPI package `ansible`, because Galaxy cannot be reached;
+#   - the node image: a `debootstrap --variant=minbase` Debian 12 tree with systemd, python3 and
+#     Debian's containerd and runc, imported into this scenario's podman storage (see podman.sh)
+#     and never pulled from a registry. Its tag is a hash of the recipe below; changing the recipe
+#     builds a new image, and older images and trees are removed. molecule.yml names the image by
+#     its second tag, `current`.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+# shellcheck source=scripts/env.sh
+. "$repo/scripts/env.sh"
+podman=$here/podman.sh
+cache=$repo/.cache/molecule/debian-systemd
+
+# --- containers.podman -------------------------------------------------------------------------
+ansible_pkg=ansible==12.3.0
+collection=$ANSIBLE_COLLECTIONS_PATH/ansible_collections/containers/podman
+if [ ! -f "$collection/MANIFEST.json" ]; then
+  echo "--- debian-systemd: containers.podman from $ansible_pkg"
+  wheels=$(mktemp -d)
+  trap 'rm -rf "$wheels"' EXIT
+  python -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+    --dest "$wheels" "$ansible_pkg"
+  rm -rf "$collection.tmp"
+  python - "$wheels" "$collection.tmp" <<'PY'
+import sys
+import zipfile
+from pathlib import Path
+
+wheels, dest = Path(sys.argv[1]), Path(sys.argv[2])
+prefix = "ansible_collections/containers/podman/"
+(wheel,) = wheels.glob("ansible-*.whl")
+with zipfile.ZipFile(wheel) as archive:
+    members = [m for m in archive.infolist() if m.filename.startswith(prefix) and not m.is_dir()]
+    for member in members:
+        target = dest / member.filename[len(prefix):]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(archive.read(member))
+if not (dest / "MANIFEST.json").is_file():
+    sys.exit(f"{wheel.name} has no {prefix}MANIFEST.json")
+PY
+  rm -rf "$collection"
+  mv "$collection.tmp" "$collection"
+fi
+
+# --- the node image ----------------------------------------------------------------------------
+suite=bookworm
+mirror=http://deb.debian.org/debian
+packages=systemd,python3,containerd,runc
+
+# Everything that decides the image's content; its hash is the image's tag.
+build_tree() {
+  local tree=$1
+  mkdir -p "$cache/debs"
+  debootstrap --variant=minbase --include="$packages" --cache-dir="$cache/debs" \
+    "$suite" "$tree" "$mirror"
+  # A container has no consoles, no kernel modules to load and no network to wait for.
+  local unit
+  for unit in getty.target console-getty.service systemd-modules-load.service \
+    systemd-networkd-wait-online.service apt-daily.timer apt-daily-upgrade.timer; do
+    ln -sf /dev/null "$tree/etc/systemd/system/$unit"
+  done
+  [ -e "$tree/etc/systemd/system/multi-user.target.wants/containerd.service" ]
+  [ -f "$tree/etc/containerd/config.toml" ]
+  rm -rf "$tree"/var/cache/apt/archives/*.deb "$tree"/var/lib/apt/lists/*
+  printf '' >"$tree/etc/machine-id"
+}
+import_change='CMD ["/lib/systemd/systemd"]'
+recipe_hash=$( {
+  printf '%s\n' "$suite" "$mirror" "$packages" "$import_change"
+  declare -f build_tree
+} | sha256sum | cut -c1-12)
+image=localhost/gpu-node-debian-systemd:$recipe_hash
+tarball=$cache/rootfs-$recipe_hash.tar
+
+if ! "$podman" image exists "$image"; then
+  mkdir -p "$cache"
+  if [ ! -f "$tarball" ]; then
+    command -v debootstrap >/dev/null || {
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+    }
+    echo "--- debian-systemd: debootstrap $suite with $packages"
+    tree=$cache/rootfs-$recipe_hash.tmp
+    rm -rf "$tree"
+    build_tree "$tree"
+    tar --numeric-owner --xattrs -C "$tree" -cf "$tarball.tmp" .
+    mv "$tarball.tmp" "$tarball"
+    rm -rf "$tree"
+  fi
+  echo "--- debian-systemd: podman import $image"
+  "$podman" import --quiet --change "$import_change" "$tarball" "$image" >/dev/null
+fi
+"$podman" tag "$image" "${image%:*}:current"
+
+# Only the current recipe's image and tree are kept.
+for old in "$cache"/rootfs-*.tar; do
+  [ "$old" = "$tarball" ] || [ ! -e "$old" ] || rm -f "$old"
+done
+"$podman" images --format '{{.Repository}}:{{.Tag}}' localhost/gpu-node-debian-systemd |
+  while read -r old; do
+    case $old in "$image" | "${image%:*}:current") ;; *) "$podman" rmi "$old" >/dev/null || true ;; esac
+  done
+echo "--- debian-systemd: $image ready"
