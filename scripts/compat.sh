@@ -8,7 +8,7 @@ venv="$repo/.cache/venv-ansible-2.16"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "ansible-core>=2.16,<2.17" "tomlkit>=0.12,<0.16" "PyYAML>=6,<7" "pytest>=8,<10" "jsonschema>=4.20,<5" || exit 1
+    "ansible-core>=2.16,<2.17" "tomlkit>=0.14,<0.15.3" "PyYAML>=6,<7" "pytest>=8,<10" "jsonschema>=4.20,<5" || exit 1
 fi
 # shellcheck source=scripts/env.sh
 . scripts/env.sh
