@@ -5,8 +5,6 @@
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import (
     node_argument_spec,
@@ -14,11 +12,13 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_mo
     normalize_host_path,
 )
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import containerd_toml as ct
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import (
     NodeFileError,
     NodeFiles,
     diff_entry,
 )
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlEditError
 
 ARGUMENT_SPEC = dict(
     node_argument_spec(),
@@ -33,6 +33,7 @@ ARGUMENT_SPEC = dict(
     set_as_default={"type": "bool", "default": False},
     enable_cdi={"type": "bool"},
     cdi_spec_dirs={"type": "list", "elements": "str"},
+    container_annotations={"type": "list", "elements": "str", "default": list(cc.DEFAULT_CONTAINER_ANNOTATIONS)},
     config_version={"type": "str", "default": "auto", "choices": ["auto", "1", "2", "3", "4"]},
     drop_in={"type": "str"},
     state={"type": "str", "default": "present", "choices": ["present", "absent"]},
@@ -41,9 +42,7 @@ ARGUMENT_SPEC = dict(
 )
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = True
-    _requires_connection = True
+class ActionModule(NodeActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -52,12 +51,13 @@ class ActionModule(ActionBase):
         del validation
         try:
             result.update(self._run(args, task_vars or {}))
-        except cc.ConfigError as exc:
-            result.update(failed=True, changed=False, msg="%s: %s; the file was left as it was" % (args["path"], exc))
+        except (cc.ConfigError, TomlEditError) as exc:
+            message = str(exc)
+            if args["path"] not in message:
+                message = "%s: %s" % (args["path"], message)
+            result.update(failed=True, changed=False, msg="%s; the file was left as it was" % message.rstrip("; "))
         except NodeFileError as exc:
             result.update(failed=True, changed=False, msg=str(exc))
-        finally:
-            self._remove_tmp_path(self._connection._shell.tmpdir)
         return result
 
     def _containerd_version(self, files, host_root):
@@ -69,7 +69,7 @@ class ActionModule(ActionBase):
 
     def _run(self, args, task_vars):
         host_root = args["host_root"] or "/"
-        check_mode = bool(self._task.check_mode)
+        check_mode = self.check_mode
         files = NodeFiles(self, task_vars)
         path = normalize_host_path(args["path"])
         drop_in = normalize_host_path(args["drop_in"]) if args["drop_in"] else None
@@ -83,6 +83,7 @@ class ActionModule(ActionBase):
             "set_as_default": args["set_as_default"],
             "enable_cdi": args["enable_cdi"],
             "cdi_spec_dirs": args["cdi_spec_dirs"],
+            "container_annotations": args["container_annotations"],
             "config_version": args["config_version"],
             "drop_in": drop_in,
             "path": path,
@@ -104,6 +105,8 @@ class ActionModule(ActionBase):
             "changes": list(plan["changes"]),
             "restart_required": False,
         }
+        if plan["warnings"]:
+            out["warnings"] = list(plan["warnings"])
         notes = [n for n in (root.link_note(), drop.link_note() if drop else None) if n]
         if notes:
             out["symlinks"] = notes
@@ -144,6 +147,6 @@ class ActionModule(ActionBase):
                 out["backup_files"] = backup_files
         if changed and notes:
             out["changes"] = notes + out["changes"]
-        if self._task.diff and diffs:
+        if self.diff_mode and diffs:
             out["diff"] = diffs
         return out

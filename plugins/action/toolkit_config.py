@@ -5,19 +5,19 @@
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_config as tc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import (
     node_argument_spec,
     normalize_host_path,
 )
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toolkit_toml as tt
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import (
     NodeFileError,
     NodeFiles,
     diff_entry,
 )
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlEditError
 
 ARGUMENT_SPEC = dict(
     node_argument_spec(),
@@ -37,9 +37,7 @@ ARGUMENT_SPEC = dict(
 )
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = True
-    _requires_connection = True
+class ActionModule(NodeActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -48,15 +46,13 @@ class ActionModule(ActionBase):
         del validation
         try:
             result.update(self._run(args, task_vars or {}))
-        except (tc.ToolkitConfigError, NodeFileError) as exc:
+        except (tc.ToolkitConfigError, TomlEditError, NodeFileError) as exc:
             result.update(failed=True, changed=False, msg=str(exc))
-        finally:
-            self._remove_tmp_path(self._connection._shell.tmpdir)
         return result
 
     def _run(self, args, task_vars):
         host_root = args["host_root"] or "/"
-        check_mode = bool(self._task.check_mode)
+        check_mode = self.check_mode
         files = NodeFiles(self, task_vars)
         path = normalize_host_path(args["path"] or tc.default_path(args["install_dir"]))
         node_file = files.read(host_root, path)
@@ -66,7 +62,7 @@ class ActionModule(ActionBase):
         if args["state"] == "absent":
             changed = files.remove(node_file, check_mode)
             out.update(changed=changed, changes=["%s: present (removed)" % node_file.host_path] if changed else [])
-            if changed and self._task.diff:
+            if changed and self.diff_mode:
                 out["diff"] = [diff_entry(node_file.host_path, node_file.text, node_file.host_path, None)]
             return out
         existing = files.existing(host_root, tc.ldconfig_candidates(args["driver_root"]))
@@ -91,6 +87,6 @@ class ActionModule(ActionBase):
                    settings=plan["settings"])
         if backup_file:
             out["backup_file"] = backup_file
-        if changed and self._task.diff:
+        if changed and self.diff_mode:
             out["diff"] = [diff_entry(node_file.host_path, node_file.text, node_file.host_path, plan["text"])]
         return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 import shutil
 import tempfile
 
@@ -110,10 +111,10 @@ class ActionModule(ActionBase):
             payload = os.path.join(workdir, PAYLOAD_NAME)
             archives.write_payload(archives.merge(member_lists), payload)
 
-            self._make_tmp_path()
-            remote_payload = self._connection._shell.join_path(self._connection._shell.tmpdir, PAYLOAD_NAME)
+            remote_tmp = self._make_tmp_path()
+            remote_payload = posixpath.join(remote_tmp, PAYLOAD_NAME)
             self._transfer_file(payload, remote_payload)
-            self._fixup_perms2((self._connection._shell.tmpdir, remote_payload))
+            self._fixup_perms2((remote_tmp, remote_payload))
 
             # The module reads a src inside its own temporary directory as it is, not under host_root.
             module_args = dict(args, src=[remote_payload], remote_src=True)
@@ -121,5 +122,4 @@ class ActionModule(ActionBase):
             result.update(self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars))
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-            self._remove_tmp_path(self._connection._shell.tmpdir)
         return result

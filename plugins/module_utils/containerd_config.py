@@ -9,6 +9,7 @@ everything here takes and returns plain values so both sides and the unit tests 
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import posixpath
 import re
@@ -36,14 +37,9 @@ CONTAINERD_BINARIES = (
     "/home/kubernetes/bin/containerd",
 )
 
-UNSET = "(unset)"
-# The key was unset in a table that had a header of its own but no keys: ``absent`` keeps the header.
-UNSET_HEADER_KEPT = "(unset; header kept)"
-# Inline comment on a value this module replaced: the old value (as written) follows it.
-PREVIOUS_MARKER = "gpu_node.container_toolkit previous value:"
-# Inline comment on keys and tables this module created only to keep the config working
-# (``version`` of an empty file, ``imports``, a ``runc`` entry); ``state: absent`` removes them.
-ADDED_MARKER = "added by gpu_node.container_toolkit.containerd_runtime"
+# First lines of files that their owner writes anew at every start (k3s and RKE2 write
+# config.toml from config.toml.tmpl): an edit there would vanish at the next restart.
+REGENERATED_MARKERS = ("DO NOT EDIT",)
 
 RUNTIME_SUFFIXES = (("nvidia", ""), ("nvidia-cdi", ".cdi"), ("nvidia-legacy", ".legacy"))
 
@@ -165,16 +161,35 @@ def normalize_runtimes(runtimes, install_dir):
     return result
 
 
-def choose_template(existing, default_runtime_name, managed):
+# runtime_type values of runtimes that run OCI containers with runc (or a runc-compatible binary).
+RUNC_COMPATIBLE_TYPES = ("io.containerd.runc.v2", "io.containerd.runc.v1", "io.containerd.runtime.v1.linux")
+DEFAULT_CONTAINER_ANNOTATIONS = ("cdi.k8s.io/*",)
+# A legacy (version 1) file may name its default runtime by a table instead of default_runtime_name;
+# containerd 1.x then registers it as the runtime "default" and makes that the default.
+LEGACY_DEFAULT_RUNTIME = "default"
+
+
+def _runc_compatible(name, table):
+    kind = table.get("runtime_type")
+    if kind is None:
+        return name in ("runc", "crun")
+    return kind in RUNC_COMPATIBLE_TYPES
+
+
+def choose_template(runtimes, default_runtime_name, managed):
     """The runtime a new runtime starts as a copy of, or None.
 
-    The existing default runtime when it is not one of ours, else ``runc``, else ``crun``:
-    ``SystemdCgroup`` and other options are inherited that way.
+    The first runc-compatible runtime (by ``runtime_type``) of: the default runtime, ``runc``,
+    ``crun``, the file's other runtimes in order, and last the runtimes of ``managed`` that the
+    file already has (an existing ``nvidia`` default on a node without ``runc``). A default such
+    as ``kata-qemu`` is passed over: its options are not runc's. ``SystemdCgroup`` and the other
+    runc options are inherited that way.
     """
-    if default_runtime_name and default_runtime_name in existing and default_runtime_name not in managed:
-        return default_runtime_name
-    for name in ("runc", "crun"):
-        if name in existing and name not in managed:
+    tables = {name: table for name, table in (runtimes or {}).items() if isinstance(table, dict)}
+    order = [default_runtime_name, "runc", "crun"] + list(tables)
+    ours = [name for name in order if name in managed]
+    for name in [n for n in order if n not in managed] + ours:
+        if name in tables and _runc_compatible(name, tables[name]):
             return name
     return None
 
@@ -220,45 +235,127 @@ def _table(data, keys):
     return data if isinstance(data, dict) else None
 
 
-def already_done(data, text, params):
-    """True when the parsed root config ``data`` (plain data) needs no edit for ``params``.
+def legacy_default_table(data, version):
+    """The ``[plugins.cri.containerd.default_runtime]`` table of a version 1 file when containerd
+    uses it (it has a ``runtime_type``), else None."""
+    if version != 1:
+        return None
+    table = _table(data, containerd_table(1) + ("default_runtime",))
+    return table if table and table.get("runtime_type") else None
 
-    A fast, conservative check for the common re-run: it answers True only when nothing can
-    change; anything it is unsure about (drop-in mode, recorded values to restore, a version
-    to choose, a ``runc`` entry that may be needed) is left to the full edit.
+
+def ignored_cri_tables(data, version):
+    """CRI tables in ``data`` that containerd does not read for a file of ``version``."""
+    read = cri_table(version)
+    plugins = data.get("plugins") if isinstance(data.get("plugins"), dict) else {}
+    return [("plugins", name) for name in sorted({t[1] for t in CRI_TABLES.values()})
+            if name != read[1] and isinstance(plugins.get(name), dict) and "containerd" in plugins[name]]
+
+
+def _runtime_settings(entry, version, params):
+    options = {"BinaryName": entry["binary"]}
+    if version == 1:
+        options["Runtime"] = entry["binary"]
+    wanted = {"runtime_type": params["runtime_type"]}
+    annotations = params.get("container_annotations")
+    if annotations:
+        wanted["container_annotations"] = list(annotations)
+    wanted["options"] = options
+    return wanted
+
+
+def _differences(current, wanted, path):
+    """("set", path, value) for each leaf of ``wanted`` that ``current`` lacks or holds otherwise."""
+    ops = []
+    for key, value in wanted.items():
+        have = current.get(key) if isinstance(current, dict) else None
+        if isinstance(value, dict):
+            ops.extend(_differences(have, value, path + (key,)))
+        elif have != value or type(have) is not type(value):
+            ops.append(("set", path + (key,), value))
+    return ops
+
+
+def plan_present(data, version, params, source=None):
+    """What ``state: present`` changes in the parsed config ``data``, as a list of operations.
+
+    ``("table", path, content, after, template)``: add the table ``path`` holding ``content``
+    (placed after the table ``after`` when that exists; ``template``: the runtime it copies); ``("set", path, value)``: set one key. An empty
+    list means the file already says what ``params`` asks: the same decision serves the no-op
+    check and the edit. ``source``: the parsed config whose runtimes new ones are copied from
+    and whose default runtime counts (the root config, when ``data`` is a drop-in).
     """
-    if params.get("drop_in") or not data or params.get("config_version") not in (None, "auto"):
-        return False
-    try:
-        version = file_version(data.get("version"))
-    except ConfigError:
-        return False
-    cri = _table(data, cri_table(version))
-    containerd = _table(cri, ("containerd",)) if cri is not None else None
-    runtimes = _table(containerd, ("runtimes",)) if containerd is not None else None
-    names = [r["name"] for r in params["runtimes"]]
-    if params.get("state") == "absent":
-        return PREVIOUS_MARKER not in text and ADDED_MARKER not in text and \
-            not any(name in (runtimes or {}) for name in names)
-    if runtimes is None:
-        return False
+    source = data if source is None else source
+    runtimes_path = runtimes_table(version)
+    for depth in range(1, len(runtimes_path) + 1):
+        for where in (data, source):
+            found = where
+            for key in runtimes_path[:depth]:
+                found = found.get(key) if isinstance(found, dict) else None
+            if found is not None and not isinstance(found, dict):
+                raise ConfigError("%s must be a table, but it is a %s (%r)" % (
+                    dotted(runtimes_path[:depth]), type(found).__name__, found))
+    here = _table(data, runtimes_path) or {}
+    source_containerd = _table(source, containerd_table(version)) or {}
+    source_runtimes = _table(source, runtimes_path)
+    legacy = legacy_default_table(source, version)
+    default_name = LEGACY_DEFAULT_RUNTIME if legacy else source_containerd.get("default_runtime_name")
+    pool = dict(source_runtimes or {})
+    if legacy:
+        pool = dict({LEGACY_DEFAULT_RUNTIME: legacy}, **pool)
+    names = [entry["name"] for entry in params["runtimes"]]
+    ops = []
+    if source_runtimes is None and needs_default_entry([], default_name, names) and \
+            not legacy and any(name not in here for name in names):
+        # A runtimes table replaces containerd's built-in one: without this entry the default
+        # runtime would vanish ("no corresponding runtime configured").
+        ops.append(("table", runtimes_path + ("runc",), {"runtime_type": DEFAULT_RUNTIME_TYPE}, None, None))
+    template = choose_template(pool, default_name, names)
+    after = runtimes_path + (template,) if template in here else None
     for entry in params["runtimes"]:
-        runtime = runtimes.get(entry["name"])
-        options = runtime.get("options") if isinstance(runtime, dict) else None
-        if not isinstance(options, dict) or runtime.get("runtime_type") != params["runtime_type"]:
-            return False
-        keys = ("BinaryName", "Runtime") if version == 1 else ("BinaryName",)
-        if any(options.get(key) != entry["binary"] for key in keys):
-            return False
+        wanted = _runtime_settings(entry, version, params)
+        current = here.get(entry["name"])
+        path = runtimes_path + (entry["name"],)
+        if current is None:
+            content = copy.deepcopy(pool[template]) if template else {}
+            if not isinstance(content.get("options", {}), dict):
+                del content["options"]
+            for key, value in wanted.items():
+                if isinstance(value, dict):
+                    content.setdefault(key, {}).update(value)
+                else:
+                    content[key] = value
+            ops.append(("table", path, content, after, template))
+            after = path
+        elif not isinstance(current, dict):
+            raise ConfigError("%s must be a table, but it holds %r" % (dotted(path), current))
+        else:
+            ops.extend(_differences(current, wanted, path))
+            after = path
+    cri = _table(data, cri_table(version)) or {}
     for key in ("enable_cdi", "cdi_spec_dirs"):
         wanted = params.get(key)
-        if wanted is not None and (key not in cri or cri[key] != wanted or type(cri[key]) is not type(wanted)):
-            return False
-    default = containerd.get("default_runtime_name")
+        if wanted is not None:
+            wanted = bool(wanted) if key == "enable_cdi" else list(wanted)
+            ops.extend(_differences(cri, {key: wanted}, cri_table(version)))
     if params.get("set_as_default"):
-        if default != names[0]:
-            return False
-    elif re.search(r"(?m)^[ \t]*default_runtime_name[ \t]*=.*#.*" + re.escape(PREVIOUS_MARKER), text):
-        return False
-    existing = [k for k, v in runtimes.items() if isinstance(v, dict)]
-    return not needs_default_entry(existing, default, names)
+        first = params["runtimes"][0]
+        if legacy:
+            wanted = _runtime_settings(first, version, params)
+            ops.extend(_differences(legacy, wanted, containerd_table(version) + ("default_runtime",)))
+        else:
+            containerd = _table(data, containerd_table(version)) or {}
+            ops.extend(_differences(containerd, {"default_runtime_name": names[0]}, containerd_table(version)))
+    return ops
+
+
+def apply_ops(data, ops):
+    """``data`` with ``ops`` (from :func:`plan_present`) applied, as new plain data."""
+    result = copy.deepcopy(data)
+    for op in ops:
+        value = copy.deepcopy(op[2])
+        table = result
+        for key in op[1][:-1]:
+            table = table.setdefault(key, {})
+        table[op[1][-1]] = value
+    return result

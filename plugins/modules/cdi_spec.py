@@ -381,8 +381,8 @@ def main():
     if params["state"] == "absent":
         if existing is not None or link_target is not None:
             result["changed"] = True
-            if module._diff:
-                result["diff"] = {"before": before_text, "after": "", "before_header": path, "after_header": path}
+            # The diff is always returned; Ansible shows it only with --diff.
+            result["diff"] = {"before": before_text, "after": "", "before_header": path, "after_header": path}
             if not module.check_mode:
                 try:
                     os.unlink(on_node)
@@ -418,15 +418,15 @@ def main():
     )
     if existing != data or link_target is not None:
         result["changed"] = True
-        if module._diff:
-            result["diff"] = {"before": before_text, "after": text, "before_header": path, "after_header": path}
+        # The diff is always returned; Ansible shows it only with --diff.
+        result["diff"] = {"before": before_text, "after": text, "before_header": path, "after_header": path}
         if not module.check_mode:
             write_atomically(module, on_node, data)
     elif (os.stat(on_node).st_mode & 0o7777) != FILE_MODE:
         result["changed"] = True
-        if module._diff:
-            result["diff"] = {"before": {"mode": "%04o" % (os.stat(on_node).st_mode & 0o7777)},
-                              "after": {"mode": "%04o" % FILE_MODE}}
+        # The diff is always returned; Ansible shows it only with --diff.
+        result["diff"] = {"before": {"mode": "%04o" % (os.stat(on_node).st_mode & 0o7777)},
+                          "after": {"mode": "%04o" % FILE_MODE}}
         if not module.check_mode:
             os.chmod(on_node, FILE_MODE)
     module.exit_json(**result)

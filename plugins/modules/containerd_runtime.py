@@ -15,28 +15,45 @@ description:
   - Adds (or removes) the C(nvidia), C(nvidia-cdi) and C(nvidia-legacy) runtimes in a containerd
     C(config.toml), editing the file itself, in place. Comments, order and spacing outside the
     edited keys are kept, and the file is never rewritten from C(containerd config dump).
-  - The file is read from the node, edited on the controller with C(tomlkit), and written back
-    atomically only when its bytes change. Nothing needs to be installed on the node.
+  - The file is read from the node, edited on the controller line by line, and written back
+    atomically only when its bytes change. After every edit the new text is parsed again and
+    must mean exactly what was asked; otherwise the task fails naming the file and the key,
+    and nothing is written. Tables split across the file, dotted keys and any indentation
+    are edited where they are. Nothing needs to be installed on the node.
   - The config version is read from the file (no C(version) key means 1). For a missing or
     empty file, O(config_version=auto) asks the node's C(containerd --version) (1.x gives 2,
     2.0 to 2.2 give 3, 2.3 and later give 4) and uses 2 when containerd is not found.
   - Runtimes live under C(plugins."io.containerd.grpc.v1.cri".containerd.runtimes) (version 2),
     C(plugins."io.containerd.cri.v1.runtime".containerd.runtimes) (versions 3 and 4) or
-    C(plugins.cri.containerd.runtimes) (version 1).
-  - A new runtime starts as a copy of the existing default runtime (when it is not one of
-    O(runtimes)), else of C(runc), else of C(crun), so C(SystemdCgroup) and other options are
-    inherited. It then gets O(runtime_type) and C(options.BinaryName) (version 1 also
-    C(options.Runtime)).
+    C(plugins.cri.containerd.runtimes) (version 1). When the file also holds CRI tables of
+    another version, which containerd ignores, the result warns and names the table
+    containerd reads.
+  - A new runtime starts as a copy of the runtime that really runs runc-compatible
+    containers (C(runtime_type) C(io.containerd.runc.v2) or v1), in this order; the default runtime, else
+    C(runc), else C(crun), else another runtime of the file, else an existing runtime of
+    O(runtimes) (an C(nvidia) default on a node without C(runc)). A default such as
+    C(kata-qemu) is passed over. So C(SystemdCgroup) and other options are inherited. It
+    then gets O(runtime_type), O(container_annotations) and C(options.BinaryName) (version 1
+    also C(options.Runtime)).
+  - A runtime of O(runtimes) that the file already has (cloud GPU images and k3s ship one
+    named C(nvidia)) keeps its table; only the keys that differ are replaced, and each
+    replaced line is recorded.
   - A C(runtimes) table in the file replaces containerd's built-in one. When the default runtime
-    is C(runc) and the file has no entry for it, a minimal C(runc) entry is added (marked with a
-    comment) so containerd keeps its default runtime; no C(runc) entry is added in other cases.
-  - What O(state=absent) needs is kept in the file as inline comments. A value this module
-    replaced (C(default_runtime_name), C(enable_cdi), C(cdi_spec_dirs)) carries the comment
-    C(# gpu_node.container_toolkit previous value) followed by the old value (or C((unset))); a key or table
-    it created only to keep the config working carries
-    C(# added by gpu_node.container_toolkit.containerd_runtime). O(state=absent) restores the
-    recorded values and removes the runtimes and what was added, so a file that O(state=present)
-    changed gets its original bytes back.
+    is C(runc) and the file has no entry for it, a minimal C(runc) entry is added so containerd
+    keeps its default runtime; no C(runc) entry is added in other cases.
+  - A version 1 file whose C([plugins.cri.containerd.default_runtime]) table has a
+    C(runtime_type) makes containerd register that table as the runtime C(default) and ignore
+    C(default_runtime_name); there O(set_as_default) sets that table's C(runtime_type) and
+    C(options) instead.
+  - What O(state=absent) needs is kept in the file itself, in comments that start with
+    C(gpu_node.container_toolkit). A line this module replaced carries its original text
+    (C(was "<the original line>")); a line it added is marked C(added); tables it added sit
+    between C(begin) and C(end) comment lines.
+    O(state=absent) puts back every original line and removes every added one, so a file
+    that O(state=present) changed gets its original bytes back, whatever was changed.
+  - Files that their owner writes anew at every start (k3s and RKE2 generate C(config.toml) from
+    C(config.toml.tmpl) and head it C(DO NOT EDIT)) are refused with a message saying which file
+    to edit instead. A file that starts with a UTF-8 byte order mark is refused with that reason.
   - containerd does not reload its config; restart it when RV(restart_required) is true.
 author:
   - GPU node maintainers (@gpu-node)
@@ -109,6 +126,15 @@ options:
       - The previous value is recorded and put back by O(state=absent).
     type: list
     elements: str
+  container_annotations:
+    description:
+      - Set each runtime of O(runtimes)'s C(container_annotations), the annotations containerd
+        passes on to the runtime. The default lets CDI device annotations reach the NVIDIA
+        runtime, as NVIDIA's own installer sets it.
+      - An empty list leaves the key alone.
+    type: list
+    elements: str
+    default: ['cdi.k8s.io/*']
   config_version:
     description:
       - The config version. V(auto) reads it from the file, or for a missing or empty file
@@ -130,7 +156,8 @@ options:
         edits of that table in the root are shadowed by the drop-in until this module runs
         again (each run re-copies it). For version 4 (containerd 2.3 and later, which
         merges) the drop-in holds only the runtimes and the settings of this module.
-      - O(state=absent) removes the import and the drop-in file.
+      - A runtime the root already has is overridden in the drop-in; O(state=absent) removes
+        the import and the drop-in file, so the root's own runtime is in force again.
     type: str
   state:
     description:
@@ -156,8 +183,8 @@ notes:
   - The file's mode and owner are kept; a new file gets the default mode of M(ansible.builtin.copy).
   - O(state=absent) on a file that this module created from nothing leaves it empty rather than
     removing it; a blank file (only whitespace) also comes back empty, and comments in it are kept.
-  - An unchanged re-run is decided with Python's C(tomllib) without rendering the file again,
-    which keeps the common no-change case fast.
+  - An unchanged re-run parses the file once (with Python's C(tomllib), else C(tomlkit)) and
+    writes nothing.
 seealso:
   - module: gpu_node.container_toolkit.toolkit_config
   - module: ansible.builtin.copy
@@ -227,6 +254,12 @@ changes:
   type: list
   elements: str
   sample: ["runtime nvidia: missing (added, copied from runc)", "enable_cdi: False -> True"]
+warnings:
+  description: Things containerd would do differently from what the file seems to say.
+  returned: when there is something to warn about
+  type: list
+  elements: str
+  sample: ['config.toml declares version 2, so containerd reads plugins."io.containerd.grpc.v1.cri" and ignores plugins."io.containerd.cri.v1.runtime"']
 symlinks:
   description: A line for each configured path that is a symlink, naming the target that was edited.
   returned: when O(path) or O(drop_in) is a symlink

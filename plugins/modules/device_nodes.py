@@ -247,9 +247,9 @@ def main():
                 make_node(path, step["major"], step["minor"], step["mode"])
         except OSError as exc:
             module.fail_json(msg="cannot create %s (at %s): %s" % (host_path, path, exc), **result)
-    if module._diff:
-        result["diff"] = {"before_header": dev_dir, "after_header": dev_dir,
-                          "before": "\n".join(before_lines) + "\n", "after": "\n".join(after_lines) + "\n"}
+    # The diff is always returned; Ansible shows it only with --diff.
+    result["diff"] = {"before_header": dev_dir, "after_header": dev_dir,
+                      "before": "\n".join(before_lines) + "\n", "after": "\n".join(after_lines) + "\n"}
     module.exit_json(**result)
 
 

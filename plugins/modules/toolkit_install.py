@@ -583,10 +583,10 @@ class Installer:
         changes = steps["add"] or steps["update"] or steps["metadata"] or steps["remove"]
         self.result.update(added=steps["add"], updated=steps["update"] + steps["metadata"], removed=steps["remove"],
                            files=[self.host(n) for n in sorted(entries)])
-        if self.module._diff:
-            before = {n: current.get(n) for n in set(entries) | set(previous) if current.get(n)}
-            self.result["diff"] = {"before_header": self.install_dir, "after_header": self.install_dir,
-                                   "before": toolkit_layout.summary(before), "after": toolkit_layout.summary(entries)}
+        # The diff is always returned; Ansible shows it only with --diff.
+        before = {n: current.get(n) for n in set(entries) | set(previous) if current.get(n)}
+        self.result["diff"] = {"before_header": self.install_dir, "after_header": self.install_dir,
+                               "before": toolkit_layout.summary(before), "after": toolkit_layout.summary(entries)}
         if changes or manifest_text != new_manifest or remount:
             self.result["changed"] = True
         if self.module.check_mode or not self.result["changed"]:
@@ -662,9 +662,9 @@ class Installer:
         dirs = [d for d in manifest["created_dirs"] if node_model.is_under(d, self.install_dir)
                 or node_model.is_under(self.install_dir, d)]
         self.result.update(removed=present, files=[self.host(n) for n in present], changed=True)
-        if self.module._diff:
-            self.result["diff"] = {"before_header": self.install_dir, "after_header": self.install_dir,
-                                   "before": toolkit_layout.summary(before), "after": ""}
+        # The diff is always returned; Ansible shows it only with --diff.
+        self.result["diff"] = {"before_header": self.install_dir, "after_header": self.install_dir,
+                               "before": toolkit_layout.summary(before), "after": ""}
         if self.module.check_mode:
             return
         for name in present:

@@ -61,15 +61,14 @@ def diff_entry(before_path, before, after_path, after):
 
 
 class NodeFiles:
-    """Node file I/O on behalf of ``action`` (an ActionBase) for one task run."""
+    """Node file I/O on behalf of ``action`` (a ``NodeActionBase``) for one task run."""
 
     def __init__(self, action, task_vars):
         self._action = action
         self._task_vars = task_vars
 
     def _module(self, name, args):
-        result = self._action._execute_module(module_name=name, module_args=args, task_vars=self._task_vars)
-        return result
+        return self._action.run_module(name, args, self._task_vars)
 
     def _stat(self, path, follow=False):
         result = self._module("ansible.builtin.stat", {
@@ -140,26 +139,12 @@ class NodeFiles:
             made = self._module("ansible.builtin.file", {"path": parent, "state": "directory"})
             if made.get("failed"):
                 raise NodeFileError("could not create the directory of %s: %s" % (node_file.host_path, made.get("msg")))
-        action = self._action
-        new_task = action._task.copy()
         args = {"content": text, "dest": node_file.node_path, "follow": True, "backup": bool(backup)}
         if validate:
             args["validate"] = validate
         if mode is not None and not node_file.exists:
             args["mode"] = mode
-        new_task.args = args
-        new_task.diff = False
-        new_task.check_mode = False
-        copy_action = action._shared_loader_obj.action_loader.get(
-            "ansible.legacy.copy",
-            task=new_task,
-            connection=action._connection,
-            play_context=action._play_context,
-            loader=action._loader,
-            templar=action._templar,
-            shared_loader_obj=action._shared_loader_obj,
-        )
-        result = copy_action.run(task_vars=self._task_vars)
+        result = self._action.run_copy(args, self._task_vars)
         if result.get("failed"):
             detail = result.get("msg") or "failed"
             output = (result.get("stderr") or result.get("stdout") or "").strip()

@@ -117,19 +117,29 @@ def test_normalize_runtimes_bad(runtimes, message):
 MANAGED = ["nvidia", "nvidia-cdi", "nvidia-legacy"]
 
 
-@pytest.mark.parametrize("existing, default, template", [
-    (["runc"], "runc", "runc"),
-    (["runc", "kata"], "kata", "kata"),
-    (["runc", "nvidia"], "nvidia", "runc"),          # the default is ours: fall back to runc
-    (["crun"], None, "crun"),
-    (["crun", "runc"], "missing", "runc"),
-    (["kata"], "kata", "kata"),
-    (["kata"], None, None),
-    ([], "runc", None),
-    (["nvidia"], "nvidia", None),
+def _runtimes(*names, **types):
+    return {name: {"runtime_type": types.get(name.replace("-", "_"), cc.DEFAULT_RUNTIME_TYPE)} for name in names}
+
+
+@pytest.mark.parametrize("runtimes, default, template", [
+    (_runtimes("runc"), "runc", "runc"),
+    (_runtimes("runc", "gvisor", gvisor="io.containerd.runsc.v1"), "gvisor", "runc"),  # not runc's options
+    (_runtimes("runc", "kata", kata="io.containerd.kata-qemu.v2"), "kata", "runc"),
+    (_runtimes("kata_qemu", "runc", kata_qemu="io.containerd.kata-qemu.v2"), "kata_qemu", "runc"),
+    (_runtimes("runc", "custom"), "custom", "custom"),          # someone's runc-compatible default
+    (_runtimes("runc", "nvidia"), "nvidia", "runc"),            # the default is ours: fall back to runc
+    (_runtimes("crun"), None, "crun"),
+    (_runtimes("crun", "runc"), "missing", "runc"),
+    (_runtimes("kata", kata="io.containerd.kata.v2"), "kata", None),
+    ({}, "runc", None),
+    (_runtimes("nvidia"), "nvidia", "nvidia"),                  # an existing nvidia default, no runc
+    (_runtimes("nvidia", "other"), "nvidia", "other"),
+    ({"crun": {}}, None, "crun"),                                # no runtime_type: runc/crun by name only
+    ({"weird": {}}, "weird", None),
+    ({"runc": "not a table"}, "runc", None),
 ])
-def test_choose_template(existing, default, template):
-    assert cc.choose_template(existing, default, MANAGED) == template
+def test_choose_template(runtimes, default, template):
+    assert cc.choose_template(runtimes, default, MANAGED) == template
 
 
 @pytest.mark.parametrize("existing, default, needed", [
@@ -172,7 +182,7 @@ def test_drop_in_carries_cri_table(version, carries):
 def _params(**overrides):
     result = {"state": "present", "runtimes": cc.default_runtimes("/t"), "runtime_type": cc.DEFAULT_RUNTIME_TYPE,
               "set_as_default": False, "enable_cdi": None, "cdi_spec_dirs": None, "config_version": "auto",
-              "drop_in": None}
+              "drop_in": None, "container_annotations": []}
     result.update(overrides)
     return result
 
@@ -193,33 +203,61 @@ def _config(version=2, default="runc", runc=True, binary_suffix="", runtime_type
     return data
 
 
-@pytest.mark.parametrize("data, text, params, done", [
-    (_config(), "", _params(), True),
-    (_config(version=1), "", _params(), True),
-    (_config(version=4), "", _params(), True),
-    (_config(binary_suffix=".old"), "", _params(), False),
-    (_config(runtime_type="io.containerd.runc.v1"), "", _params(), False),
-    (_config(runc=False), "", _params(), False),                     # runc entry needed: full edit decides
-    (_config(runc=False, default="kata"), "", _params(), True),
-    (_config(), "", _params(set_as_default=True), False),
-    (_config(default="nvidia"), "", _params(set_as_default=True), True),
-    # a recorded default to restore
-    (_config(), "  default_runtime_name = \"runc\" # %s \"nvidia\"" % cc.PREVIOUS_MARKER, _params(), False),
-    # a recorded enable_cdi is no reason to edit
-    (_config(), "    enable_cdi = true # %s (unset)" % cc.PREVIOUS_MARKER, _params(), True),
-    (_config(), "", _params(enable_cdi=True), False),
-    (_config(cri_extra={"enable_cdi": True}), "", _params(enable_cdi=True), True),
-    (_config(cri_extra={"enable_cdi": 1}), "", _params(enable_cdi=True), False),
-    (_config(cri_extra={"cdi_spec_dirs": ["/etc/cdi"]}), "", _params(cdi_spec_dirs=["/etc/cdi"]), True),
-    (_config(), "", _params(drop_in="/x.toml"), False),
-    (_config(), "", _params(config_version="2"), False),
-    ({}, "", _params(), False),
-    ({"version": 9}, "", _params(), False),
-    ({"version": 2}, "", _params(), False),
-    ({"version": 2, "plugins": {"io.containerd.grpc.v1.cri": {"containerd": {"runtimes": {"nvidia": "x"}}}}}, "", _params(), False),
-    ({"version": 2, "debug": {}}, "", _params(state="absent"), True),
-    (_config(), "", _params(state="absent"), False),
-    ({"version": 2}, "# " + cc.ADDED_MARKER, _params(state="absent"), False),
+@pytest.mark.parametrize("data, params, done", [
+    (_config(), _params(), True),
+    (_config(version=1), _params(), True),
+    (_config(version=4), _params(), True),
+    (_config(binary_suffix=".old"), _params(), False),
+    (_config(runtime_type="io.containerd.runc.v1"), _params(), False),
+    (_config(runc=False), _params(), True),                     # the runtimes exist: nothing replaced
+    (_config(runc=False, default="kata"), _params(), True),
+    (_config(), _params(set_as_default=True), False),
+    (_config(default="nvidia"), _params(set_as_default=True), True),
+    (_config(), _params(enable_cdi=True), False),
+    (_config(cri_extra={"enable_cdi": True}), _params(enable_cdi=True), True),
+    (_config(cri_extra={"enable_cdi": 1}), _params(enable_cdi=True), False),
+    (_config(cri_extra={"cdi_spec_dirs": ["/etc/cdi"]}), _params(cdi_spec_dirs=["/etc/cdi"]), True),
+    (_config(), _params(container_annotations=["cdi.k8s.io/*"]), False),
+    ({}, _params(), False),
+    ({"version": 2}, _params(), False),
 ])
-def test_already_done(data, text, params, done):
-    assert cc.already_done(data, text, params) is done
+def test_plan_present_is_empty_only_when_done(data, params, done):
+    version = cc.file_version(data.get("version")) if data else 2
+    ops = cc.plan_present(data, version, params)
+    assert (ops == []) is done
+    assert cc.plan_present(cc.apply_ops(data, ops), version, params) == []
+
+
+def test_plan_present_runc_entry_only_where_the_default_would_vanish():
+    ops = cc.plan_present({"version": 2}, 2, _params())
+    assert ops[0][:2] == ("table", cc.runtimes_table(2) + ("runc",))
+    kata = {"version": 2, "plugins": {cc.cri_table(2)[1]: {"containerd": {"default_runtime_name": "kata"}}}}
+    assert all(op[1][-1] != "runc" for op in cc.plan_present(kata, 2, _params()))
+
+
+def test_plan_present_legacy_default_runtime_table():
+    """containerd 1.x registers a v1 [default_runtime] table as runtime "default" and uses it."""
+    data = {"plugins": {"cri": {"containerd": {"default_runtime_name": "runc", "default_runtime": {
+        "runtime_type": "io.containerd.runtime.v1.linux", "options": {"SystemdCgroup": True}}}}}}
+    ops = cc.plan_present(data, 1, _params(set_as_default=True))
+    new = cc.apply_ops(data, ops)
+    containerd = new["plugins"]["cri"]["containerd"]
+    assert containerd["default_runtime_name"] == "runc"        # ignored by containerd there: left alone
+    assert containerd["default_runtime"]["options"]["BinaryName"] == "/t/nvidia-container-runtime"
+    assert containerd["default_runtime"]["options"]["SystemdCgroup"] is True
+    assert containerd["runtimes"]["nvidia"]["options"]["SystemdCgroup"] is True   # inherited from it
+    assert "default" not in containerd["runtimes"]
+
+
+def test_plan_present_existing_runtime_not_a_table():
+    data = {"version": 2, "plugins": {cc.cri_table(2)[1]: {"containerd": {"runtimes": {"nvidia": "x"}}}}}
+    with pytest.raises(cc.ConfigError, match="must be a table"):
+        cc.plan_present(data, 2, _params())
+
+
+def test_ignored_cri_tables():
+    data = {"version": 2, "plugins": {"io.containerd.cri.v1.runtime": {"containerd": {}}, "io.containerd.grpc.v1.cri": {}}}
+    assert cc.ignored_cri_tables(data, 2) == [("plugins", "io.containerd.cri.v1.runtime")]
+    assert cc.ignored_cri_tables(data, 3) == []
+    assert cc.ignored_cri_tables({"plugins": {"io.containerd.grpc.v1.cri": {"containerd": {}}}}, 1) == \
+        [("plugins", "io.containerd.grpc.v1.cri")]

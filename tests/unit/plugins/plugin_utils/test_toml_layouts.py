@@ -18,6 +18,7 @@ import tomlkit
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import containerd_toml as ct
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toolkit_toml as tt
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlEditError
 
 CRI = '[plugins."io.containerd.grpc.v1.cri"'
 
@@ -108,7 +109,7 @@ def test_inherits_options_from_a_split_runc():
     ),
 ], ids=["inline runtimes", "inline cri table"])
 def test_inline_tables_are_a_clear_error(text, message):
-    with pytest.raises(cc.ConfigError, match=message):
+    with pytest.raises(TomlEditError, match=message):
         ct.edit(text, params())
 
 

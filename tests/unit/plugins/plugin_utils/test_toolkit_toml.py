@@ -10,6 +10,7 @@ import tomlkit
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_config as tc
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toolkit_toml as tt
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlEditError
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "containerd"
 COS_ROOT = "/home/kubernetes/bin/nvidia"
@@ -76,7 +77,7 @@ def test_empty_table_setting():
     ('[nvidia-container-cli.root]\n', WANTED, "nvidia-container-cli.root is a table"),
 ])
 def test_bad_input(text, wanted, message):
-    with pytest.raises(tc.ToolkitConfigError, match=message):
+    with pytest.raises(TomlEditError, match=message):
         tt.edit(text, wanted, name="config.toml")
 
 
