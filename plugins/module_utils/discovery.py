@@ -49,7 +49,15 @@ ELF_HEAD_SIZE = 4096
 
 
 class DiscoveryError(Exception):
-    """The node does not hold what discovery needs; the message says what to set."""
+    """The node does not hold what discovery needs; the message says what to set.
+
+    ``details``: data for the module's result (e.g. the paths searched), kept out of the
+    message so that it stays short.
+    """
+
+    def __init__(self, message, **details):
+        super().__init__(message)
+        self.details = details
 
 
 def resolve_in_root(root, path):
@@ -134,11 +142,10 @@ class _Discovery:
                 searched.extend(posixpath.join(d, "libcuda.so.*") for d in self.library_dirs(candidate))
                 searched.append(node_model.join_host(candidate, "etc/ld.so.cache"))
             raise DiscoveryError(
-                "no NVIDIA driver found under host_root %s: no libcuda.so.* in any of %s. Set driver_root "
-                "to the host directory holding the driver (for example /home/kubernetes/bin/nvidia on "
-                "GKE's Container-Optimized OS), or library_search_paths if its libraries live elsewhere"
-                % (self.host_root, ", ".join(searched))
-            )
+                "no NVIDIA driver found under host_root %s: no libcuda.so.* under %s (the paths searched are in "
+                "the result's searched). Set driver_root to the host directory holding the driver (for example "
+                "/home/kubernetes/bin/nvidia on GKE's COS), or library_search_paths if its libraries live elsewhere"
+                % (self.host_root, ", ".join(node_model.DRIVER_ROOT_CANDIDATES)), searched=searched)
         return chosen, "auto: first of %s holding libcuda.so.*" % ", ".join(node_model.DRIVER_ROOT_CANDIDATES)
 
     def resolve_dev_root(self, requested, driver_root):

@@ -394,7 +394,7 @@ def main():
         facts = discovery.discover_node(params["host_root"], params["driver_root"], params["dev_root"],
                                         params["library_search_paths"])
     except discovery.DiscoveryError as exc:
-        module.fail_json(msg=str(exc), **result)
+        module.fail_json(msg=str(exc), **dict(result, **exc.details))
     for warning in facts.pop("warnings"):
         module.warn(warning)
     fmt = params["format"] or cdi.format_from_path(path)

@@ -97,6 +97,12 @@ driver_version_source:
   returned: success
   type: str
   sample: /proc/driver/nvidia/version
+searched:
+  description: Host paths where C(libcuda.so.*) was looked for, when no driver was found.
+  returned: on failure, when no driver was found
+  type: list
+  elements: str
+  sample: [/usr/lib/x86_64-linux-gnu/libcuda.so.*, /etc/ld.so.cache]
 library_search_paths:
   description: The directories, relative to RV(driver_root), that were searched.
   returned: success
@@ -214,7 +220,7 @@ def main():
             params["host_root"], params["driver_root"], params["dev_root"], params["library_search_paths"]
         )
     except discovery.DiscoveryError as exc:
-        module.fail_json(msg=str(exc))
+        module.fail_json(msg=str(exc), **exc.details)
     for warning in facts.pop("warnings"):
         module.warn(warning)
     module.exit_json(changed=False, **facts)

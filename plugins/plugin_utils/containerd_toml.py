@@ -37,10 +37,8 @@ def _regenerated(text, name):
     for marker in cc.REGENERATED_MARKERS:
         if marker in head:
             template = posixpath.join(posixpath.dirname(name), "config.toml.tmpl")
-            return ("%s says %r: its owner writes it anew at every start (k3s and RKE2 write it from %s), so an edit "
-                    "here would be lost. Put the runtimes in the template instead (k3s/RKE2: copy the generated file to "
-                    "%s, add the runtimes there, restart k3s/RKE2) or point path at the file that owner reads; "
-                    "nothing was changed" % (name, marker, template, template))
+            return ("%s says %r: its owner (k3s, RKE2) writes it anew at every start, so an edit would be lost. "
+                    "Copy it to %s, which that owner reads instead, and set path to that file" % (name, marker, template))
     return None
 
 

@@ -25,3 +25,6 @@ def test_failure_names_option(tmp_path, monkeypatch):
     assert failed
     assert "no NVIDIA driver found under host_root %s" % tmp_path in result["msg"]
     assert "Set driver_root" in result["msg"]
+    # short enough to read; the paths searched are data
+    assert len(result["msg"]) < 500 + len(str(tmp_path))
+    assert "/home/kubernetes/bin/nvidia/lib64/libcuda.so.*" in result["searched"]
