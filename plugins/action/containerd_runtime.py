@@ -105,8 +105,16 @@ class ActionModule(NodeActionBase):
             "changes": list(plan["changes"]),
             "restart_required": False,
         }
-        if plan["warnings"]:
-            out["warnings"] = list(plan["warnings"])
+        warnings = list(plan["warnings"])
+        if args["enable_cdi"] and plan["changes"] and plan["version"] <= 2:
+            # Asked only when the file changes: a no-op run costs no extra round trip.
+            release = cc.containerd_release(containerd_output or self._containerd_version(files, host_root))
+            if release and release < cc.FIRST_CDI_RELEASE:
+                warnings.append("containerd %d.%d on the node has no CDI support (it came with %d.%d): enable_cdi is "
+                                "written but has no effect until containerd is upgraded"
+                                % (release + cc.FIRST_CDI_RELEASE))
+        if warnings:
+            out["warnings"] = warnings
         notes = [n for n in (root.link_note(), drop.link_note() if drop else None) if n]
         if notes:
             out["symlinks"] = notes

@@ -18,6 +18,8 @@ DEFAULT_PATH = "/etc/containerd/config.toml"
 DEFAULT_INSTALL_DIR = "/usr/local/nvidia/toolkit"
 DEFAULT_RUNTIME_TYPE = "io.containerd.runc.v2"
 FALLBACK_VERSION = 2
+# containerd's CRI plugin reads enable_cdi from 1.7 on.
+FIRST_CDI_RELEASE = (1, 7)
 
 # config version -> keys of the CRI table that holds ``containerd.runtimes``.
 CRI_TABLES = {

@@ -118,6 +118,8 @@ options:
   enable_cdi:
     description:
       - Set the CRI plugin's C(enable_cdi). Left alone when not given.
+      - containerd reads it from 1.7 on; when the file changes and the node's containerd is
+        older (Debian 12 ships 1.6), the key is written anyway and the result warns.
       - The previous value is recorded and put back by O(state=absent).
     type: bool
   cdi_spec_dirs:

@@ -309,3 +309,18 @@ def test_run_pod_sandbox_execs_configured_binary(tmp_path, workdir):
         finally:
             cri.remove_pod_sandbox(sock, sandbox)
     assert "create --bundle" in recorded and sandbox in recorded
+
+
+@needs_containerd
+def test_enable_cdi_on_containerd_1_6_warns(tmp_path, workdir):
+    """Debian's containerd 1.6 on the node: enable_cdi is written, and the result says it has no effect."""
+    node_with(tmp_path, "gke-cos.toml", workdir)
+    binary = tmp_path / "usr" / "bin" / "containerd"
+    binary.parent.mkdir(parents=True)
+    binary.symlink_to(shutil.which("containerd"))
+    first = run_module("containerd_runtime", {"host_root": str(tmp_path), "enable_cdi": True})
+    assert first["_rc"] == 0, first
+    # Ansible prints a result's warnings on stderr, as [WARNING] lines.
+    assert "containerd 1.6 on the node has no CDI support" in first["_stderr"], first
+    again = run_module("containerd_runtime", {"host_root": str(tmp_path), "enable_cdi": True})
+    assert again["changed"] is False and "no CDI support" not in again["_stderr"]
