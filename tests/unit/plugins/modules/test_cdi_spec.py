@@ -195,7 +195,8 @@ def test_no_libcuda_anywhere(fake_node_factory, monkeypatch):
     node = fake_node_factory("cos", missing=("libcuda",))
     result, failed = run(node, monkeypatch)
     assert failed
-    assert "/home/kubernetes/bin/nvidia/lib64/libcuda.so.*" in result["msg"]
+    assert "no NVIDIA driver found" in result["msg"]
+    assert "/home/kubernetes/bin/nvidia/lib64/libcuda.so.*" in result["searched"]
 
 
 def test_unknown_gpu(cos_node, monkeypatch):
