@@ -40,9 +40,14 @@ IPC_SOCKETS = (
     "/var/run/nvidia-fabricmanager/socket",
 )
 IPC_DIRS = ("/tmp/nvidia-mps",)
-DEVICE_GLOBS = ("dev/nvidia*", "dev/nvidia-caps/*", "dev/nvidia-caps-imex-channels/*")
+DEVICE_GLOBS = node_model.DEVICE_GLOBS
 # NVIDIA libraries that carry their own version rather than the driver's.
 EXTRA_LIBRARY_RE = re.compile(r"^libnvidia-egl-(wayland|gbm|xcb|xlib)\.so\.\d+(\.\d+)*$")
+# Names of the driver's libraries and their links (libcuda.so.1, libnvidia-ml.so, libGLX_nvidia.so.0).
+NVIDIA_LIBRARY_NAME_RE = re.compile(r"^(libcuda|libnv[\w-]*|lib\w*_nvidia)\.so(\.\d+)*$")
+VERSION_SUFFIX_RE = re.compile(r"^\d+\.\d+(\.\d+)?$")
+# How many names a warning lists before it says "and N more" (the whole list is result data).
+MESSAGE_NAMES = 3
 MAX_SYMLINKS = 40
 # One read that holds the ELF and program headers (and, in small libraries, everything else).
 ELF_HEAD_SIZE = 4096

@@ -43,9 +43,18 @@ def _regenerated(text, name):
 
 
 def _apply(doc, ops, version, tracker):
+    pending = []
+
+    def add_pending():
+        if pending:
+            doc.add_tables([(op[1], op[2]) for op in pending], after=pending[0][3])
+            del pending[:]
+
     for op in ops:
         if op[0] == "table":
-            doc.add_table(op[1], op[2], after=op[3])
+            if pending and op[3] != pending[-1][1]:
+                add_pending()
+            pending.append(op)  # runtimes that follow each other go in together
             name = op[1][-1]
             summary = {"runtime_type": op[2].get("runtime_type"),
                        "BinaryName": (op[2].get("options") or {}).get("BinaryName")}
@@ -55,11 +64,13 @@ def _apply(doc, ops, version, tracker):
             else:
                 reason = "missing (added%s)" % (", copied from %s" % op[4] if op[4] else "")
             tracker.add("runtime %s" % name, None, summary, reason=reason)
-        else:
-            before = toml_edit.get_path(doc.data, op[1])
-            doc.set(op[1], op[2])
-            shown = "unset" if before is None else repr(before)
-            tracker.add(_name_of(op[1], version), before, op[2], reason="%s -> %r" % (shown, op[2]))
+            continue
+        add_pending()
+        before = toml_edit.get_path(doc.data, op[1])
+        doc.set(op[1], op[2])
+        shown = "unset" if before is None else repr(before)
+        tracker.add(_name_of(op[1], version), before, op[2], reason="%s -> %r" % (shown, op[2]))
+    add_pending()
 
 
 def edit(text, params, containerd_output=None, drop_in_text=None, name="config.toml"):

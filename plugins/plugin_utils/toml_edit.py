@@ -342,14 +342,27 @@ class TomlDocument:
         self.text = text or ""
         self.data = load(self.text, name)
         self.original = self.text
+        self._layout = None
         self._scan()
-        self.layout = layout_of(self.statements)
         self.literal = _prefers_literal(self.text)
         self.newline = _line_end(self.text)
 
     def _scan(self):
         self.lines = self.text.splitlines(keepends=True)
-        self.statements = scan(self.lines)
+        self._statements = None
+
+    @property
+    def statements(self):
+        # Scanned on first use: a document that needs no edit is never scanned.
+        if self._statements is None:
+            self._statements = scan(self.lines)
+        return self._statements
+
+    @property
+    def layout(self):
+        if self._layout is None:
+            self._layout = layout_of(self.statements)
+        return self._layout
 
     @property
     def changed(self):
@@ -580,14 +593,21 @@ class TomlDocument:
         return self._insert(len(self.lines), new, expected)
 
     def add_table(self, path, data, after=None):
-        """Add the table ``path`` holding ``data`` (sub-tables as tables), after the section that
-        holds line ``after`` when given and possible, else at the end of the file."""
-        path = tuple(path)
-        if get_path(self.data, path) is not None:
-            raise TomlEditError("%s: %s already exists" % (self.name, key_text(path)))
+        """Add the table ``path`` holding ``data`` (sub-tables as tables of their own)."""
+        self.add_tables([(path, data)], after)
+
+    def add_tables(self, tables, after=None):
+        """Add each ``(path, data)`` of ``tables``, together, after the last section under the
+        table ``after`` when given and possible, else at the end of the file. One insertion and
+        one check for all of them."""
         expected = copy.deepcopy(self.data)
-        _set_path(expected, path, copy.deepcopy(data))
-        new = table_lines(path, data, self.layout, self.literal)
+        new = []
+        for path, data in tables:
+            path = tuple(path)
+            if get_path(self.data, path) is not None:
+                raise TomlEditError("%s: %s already exists" % (self.name, key_text(path)))
+            _set_path(expected, path, copy.deepcopy(data))
+            new.extend(table_lines(path, data, self.layout, self.literal))
         inside = [s for s in self.statements if after and s.path[:len(after)] == tuple(after)]
         if inside:
             section = self._section_of(inside[-1].end)
@@ -596,7 +616,7 @@ class TomlDocument:
                 return
         if self._insert(len(self.lines), new, expected):
             return
-        raise self._refusal(path + ("x",))
+        raise self._refusal(tuple(tables[0][0]) + ("x",))
 
     def remove_key(self, path):
         """Remove the key statement ``path`` (a value this file defines); False when it is not there."""
