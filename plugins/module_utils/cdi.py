@@ -51,7 +51,15 @@ _container_path = functools.lru_cache(maxsize=4096)(node_model.container_path)
 
 
 class CdiError(Exception):
-    """The facts or options cannot make a valid spec; the message says what to set."""
+    """The facts or options cannot make a valid spec; the message says what to set.
+
+    ``details``: data for the module's result (e.g. the paths searched), kept out of the
+    message so that it stays short.
+    """
+
+    def __init__(self, message, **details):
+        super().__init__(message)
+        self.details = details
 
 
 # --- discover: which device nodes -----------------------------------------------------------
@@ -401,23 +409,44 @@ def minimum_version(spec):
 
 
 def check_facts(facts, nodes):
-    """Fail early, with the paths to look at, when the node cannot make a useful spec."""
+    """Fail early, with the paths to look at, when the node cannot make a useful spec.
+
+    A spec for user-space libraries of another version than the loaded kernel module is refused:
+    every container given it would fail (CUDA and NVML refuse a driver/library mismatch). Without
+    a loaded kernel module there is nothing to compare, and no device nodes either.
+    """
+    dev_root = facts["dev_root"]
     if not nodes:
+        looked = ", ".join(node_model.join_host(dev_root, pattern) for pattern in node_model.DEVICE_GLOBS)
+        if facts.get("kernel_module_loaded") is False:
+            raise CdiError(
+                "no NVIDIA device nodes under dev_root %s: the nvidia kernel module is not loaded (no "
+                "/proc/driver/nvidia and no nvidia in /proc/modules). Load it (modprobe nvidia; on "
+                "Container-Optimized OS the GPU driver installer loads it), then run again" % dev_root,
+                looked_for=looked.split(", "))
+        if node_model.normalize_host_path(dev_root) != "/":
+            hint = ("On Container-Optimized OS and most hosts the device nodes are in the host's /dev, not under "
+                    "driver_root: set dev_root: / (or create the control nodes with the device_nodes module)")
+        else:
+            hint = ("The kernel module is loaded but did not create them: create the control nodes with the "
+                    "device_nodes module, and the GPUs' with nvidia-modprobe or nvidia-smi")
         raise CdiError(
-            "no NVIDIA device nodes (dev/nvidia*) under dev_root %s (dev_root came from: %s). On "
-            "Container-Optimized OS and most hosts the device nodes are in the host's /dev, not under "
-            "driver_root: set dev_root: / (or create the control nodes with the device_nodes module)"
-            % (facts["dev_root"], facts.get("dev_root_source", "the dev_root option"))
-        )
+            "no NVIDIA device nodes under dev_root %s (dev_root came from: %s): looked for %s. %s"
+            % (dev_root, facts.get("dev_root_source", "the dev_root option"), looked, hint),
+            looked_for=looked.split(", "))
+    library_version = facts.get("library_version")
+    if library_version and library_version != facts["driver_version"]:
+        raise CdiError(node_model.version_mismatch_message(facts["driver_version"], [library_version],
+                                                           facts["driver_root"]))
     if not any(posixpath.basename(lib["path"]).startswith("libcuda.so.") for lib in facts["libraries"]):
         searched = [posixpath.join(node_model.join_host(facts["driver_root"], rel), "libcuda.so.*")
                     for rel in facts.get("library_search_paths") or ()]
         searched.append(node_model.join_host(facts["driver_root"], "etc/ld.so.cache"))
         raise CdiError(
-            "no libcuda.so.%s under driver_root %s: searched %s. Set driver_root to the host directory "
-            "holding the driver (on GKE's Container-Optimized OS /home/kubernetes/bin/nvidia), or "
-            "library_search_paths" % (facts["driver_version"], facts["driver_root"], ", ".join(searched))
-        )
+            "no libcuda.so.%s under driver_root %s (the paths searched are in the result's searched). Set "
+            "driver_root to the host directory holding the driver (on GKE's Container-Optimized OS "
+            "/home/kubernetes/bin/nvidia), or library_search_paths" % (facts["driver_version"], facts["driver_root"]),
+            searched=searched)
 
 
 def build_spec(facts, mode="management", device_name_strategy=("index", "uuid"), vendor=None, cls=None,

@@ -97,14 +97,42 @@ def resolve_in_root(root, path):
     return "/" + "/".join(resolved)
 
 
+def some(names, limit=MESSAGE_NAMES):
+    """``a, b, c and 2 more``: a list short enough for a message."""
+    names = list(names)
+    shown = ", ".join(names[:limit])
+    if len(names) > limit:
+        shown += " and %d more" % (len(names) - limit)
+    return shown
+
+
 class _Discovery:
     def __init__(self, host_root, library_search_paths):
         self.host_root = host_root
         self.search_paths = list(library_search_paths)
         self.warnings = []
+        # The driver root as named (by the option or auto-detection) and where it really is, both
+        # host paths; they differ when the driver root, or a directory above it, is a symlink.
+        self.named_root = self.real_root = "/"
+        self.dangling = []
 
     def on_node(self, host_path):
         return node_model.node_path(self.host_root, host_path)
+
+    def real(self, host_path):
+        """``host_path`` with every symlink resolved inside host_root, as the node resolves it."""
+        return resolve_in_root(self.host_root, host_path)
+
+    def here(self, host_path):
+        """Where this machine finds ``host_path``, links resolved inside host_root (never outside it)."""
+        return self.on_node(self.real(host_path))
+
+    def named(self, real_path):
+        """A real host path under the driver root, re-expressed under the driver root as named."""
+        if self.real_root != self.named_root and node_model.is_under(real_path, self.real_root):
+            relative = real_path[len(self.real_root):] if self.real_root != "/" else real_path
+            return node_model.join_host(self.named_root, relative)
+        return real_path
 
     def exists(self, host_path):
         return os.path.exists(self.on_node(host_path))
@@ -116,30 +144,47 @@ class _Discovery:
         except OSError:
             return None
 
+    def describe(self, host_path):
+        """``X``, or ``X (a link to Y)`` when ``X`` resolves elsewhere inside host_root."""
+        real = self.real(host_path)
+        return host_path if real == host_path else "%s (a link to %s)" % (host_path, real)
+
     # --- driver root -------------------------------------------------------------------
     def library_dirs(self, driver_root):
         return [node_model.join_host(driver_root, rel) for rel in self.search_paths]
 
     def libcuda_candidates(self, driver_root):
-        for directory in self.library_dirs(driver_root):
+        real_root = self.real(driver_root)
+        if not os.path.isdir(self.on_node(real_root)):
+            return []
+        for directory in self.library_dirs(real_root):
             try:
-                names = os.listdir(self.on_node(directory))
+                names = os.listdir(self.here(directory))
             except OSError:
                 continue
             found = sorted(name for name in names if name.startswith(node_model.DRIVER_MARKER_PREFIX))
             if found:
                 return [posixpath.join(directory, name) for name in found]
-        return [path for name, path in self.ld_cache_entries(driver_root, quiet=True) if name.startswith("libcuda.so.")]
+        return [path for name, path in self.ld_cache_entries(real_root, quiet=True) if name.startswith("libcuda.so.")]
 
     def resolve_driver_root(self, requested):
+        """``(driver_root as named, its real host path, how it was chosen)``."""
         if requested != "auto":
             driver_root = node_model.normalize_host_path(requested)
-            if not os.path.isdir(self.on_node(driver_root)):
+            real_root = self.real(driver_root)
+            full = self.on_node(real_root)
+            if not os.path.exists(full):
                 raise DiscoveryError(
                     "driver_root %s does not exist under host_root %s; set driver_root to the host "
-                    "directory holding the driver's files, or to 'auto'" % (driver_root, self.host_root)
+                    "directory holding the driver's files, or to 'auto'" % (self.describe(driver_root), self.host_root)
                 )
-            return driver_root, "set by the driver_root option"
+            if not os.path.isdir(full):
+                raise DiscoveryError(
+                    "driver_root %s is a file, not a directory, under host_root %s; set driver_root to the host "
+                    "directory holding the driver's files (its lib64/ or usr/lib/ with libcuda.so.*), or to 'auto'"
+                    % (self.describe(driver_root), self.host_root)
+                )
+            return driver_root, real_root, "set by the driver_root option"
         chosen = node_model.choose_driver_root(node_model.DRIVER_ROOT_CANDIDATES, self.libcuda_candidates)
         if chosen is None:
             searched = []
@@ -151,41 +196,96 @@ class _Discovery:
                 "the result's searched). Set driver_root to the host directory holding the driver (for example "
                 "/home/kubernetes/bin/nvidia on GKE's COS), or library_search_paths if its libraries live elsewhere"
                 % (self.host_root, ", ".join(node_model.DRIVER_ROOT_CANDIDATES)), searched=searched)
-        return chosen, "auto: first of %s holding libcuda.so.*" % ", ".join(node_model.DRIVER_ROOT_CANDIDATES)
+        return chosen, self.real(chosen), "auto: first of %s holding libcuda.so.*" % ", ".join(
+            node_model.DRIVER_ROOT_CANDIDATES)
 
-    def resolve_dev_root(self, requested, driver_root):
+    def resolve_dev_root(self, requested):
+        """``(dev_root, how it was chosen, whether a warning already said what is wrong with it)``."""
         if requested != "auto":
             dev_root = node_model.normalize_host_path(requested)
-            if not os.path.isdir(self.on_node(node_model.join_host(dev_root, "dev"))):
-                self.warnings.append("dev_root %s has no dev/ directory under host_root %s" % (dev_root, self.host_root))
-            return dev_root, "set by the dev_root option"
-        has_ctl = os.path.exists(self.on_node(node_model.join_host(driver_root, "dev/nvidiactl")))
-        return node_model.choose_dev_root(driver_root, has_ctl)
+            full = self.here(dev_root)
+            problem = None
+            if not os.path.exists(full):
+                problem = "dev_root %s does not exist under host_root %s" % (self.describe(dev_root), self.host_root)
+            elif not os.path.isdir(full):
+                problem = "dev_root %s is a file, not a directory, under host_root %s" % (
+                    self.describe(dev_root), self.host_root)
+            elif not os.path.isdir(self.here(node_model.join_host(dev_root, "dev"))):
+                problem = "dev_root %s has no dev/ directory under host_root %s" % (dev_root, self.host_root)
+            if problem:
+                self.warnings.append(problem + ": no device nodes found. Set dev_root to the host directory "
+                                     "whose dev/ holds nvidia* (usually /), or to 'auto'")
+            return dev_root, "set by the dev_root option", problem is not None
+        has_ctl = os.path.exists(self.here(node_model.join_host(self.real_root, "dev/nvidiactl")))
+        dev_root, source = node_model.choose_dev_root(self.named_root, has_ctl)
+        return dev_root, source, False
 
     # --- version -----------------------------------------------------------------------
-    def driver_version(self, driver_root):
+    def kernel_version(self):
+        """The loaded kernel module's version from /proc/driver/nvidia/version, or None."""
         text = self.read_text("/proc/driver/nvidia/version")
-        if text is not None:
-            try:
-                return procfs.parse_driver_version(text), "/proc/driver/nvidia/version"
-            except procfs.ProcFormatError as exc:
-                self.warnings.append("ignoring /proc/driver/nvidia/version: %s" % exc)
+        if text is None:
+            return None
+        try:
+            return procfs.parse_driver_version(text)
+        except procfs.ProcFormatError as exc:
+            self.warnings.append("ignoring /proc/driver/nvidia/version: %s" % exc)
+            return None
+
+    def library_versions(self):
+        """``{version: source}`` of the ``libcuda.so.<version>`` files under the driver root (else of
+        ``libnvidia-ml.so.<version>``), from the search paths and the driver root's ld.so.cache."""
         for prefix in ("libcuda.so.", "libnvidia-ml.so."):
-            for directory in self.library_dirs(driver_root):
-                pattern = os.path.join(glob.escape(self.on_node(directory)), prefix + "*.*")
-                for path in sorted(glob.glob(pattern)):
-                    suffix = os.path.basename(path)[len(prefix):]
-                    if re.match(r"^\d+\.\d+(\.\d+)?$", suffix):
-                        return suffix, "%s suffix of %s" % (prefix.rstrip("."), posixpath.join(directory, os.path.basename(path)))
-            for name, path in self.ld_cache_entries(driver_root, quiet=True):
-                real = resolve_in_root(self.on_node(driver_root), path)
-                base = posixpath.basename(real)
-                if name.startswith(prefix) and re.match(r"^\d+\.\d+(\.\d+)?$", base[len(prefix):]):
-                    return base[len(prefix):], "%s suffix in %s/etc/ld.so.cache" % (prefix.rstrip("."), driver_root)
+            found = {}
+            for rel in self.search_paths:
+                directory = node_model.join_host(self.real_root, rel)
+                try:
+                    names = sorted(os.listdir(self.here(directory)))
+                except (OSError, DiscoveryError):
+                    continue
+                for name in names:
+                    suffix = name[len(prefix):]
+                    if not (name.startswith(prefix) and VERSION_SUFFIX_RE.match(suffix)):
+                        continue
+                    try:
+                        if not os.path.isfile(self.here(posixpath.join(directory, name))):
+                            continue
+                    except DiscoveryError:
+                        continue
+                    found.setdefault(suffix, "%s suffix of %s" % (
+                        prefix.rstrip("."), node_model.join_host(self.named_root, rel, name)))
+            for name, path in self.ld_cache_entries(self.real_root, quiet=True):
+                base = posixpath.basename(resolve_in_root(self.on_node(self.real_root), path))
+                if name.startswith(prefix) and VERSION_SUFFIX_RE.match(base[len(prefix):]):
+                    found.setdefault(base[len(prefix):], "%s suffix in %s/etc/ld.so.cache" % (
+                        prefix.rstrip("."), self.named_root.rstrip("/")))
+            if found:
+                return found
+        return {}
+
+    def versions(self):
+        """``(driver_version, its source, library_version)``.
+
+        The driver version is the loaded kernel module's, else the libraries'. The library version
+        is that of the ``libcuda.so.<version>`` found (the kernel module's when it is among them);
+        a different one is a warning: containers would get libraries the kernel module refuses.
+        """
+        kernel = self.kernel_version()
+        found = self.library_versions()
+        library = node_model.choose_library_version(kernel, found)
+        if kernel is not None and library is not None and library != kernel:
+            self.warnings.append(node_model.version_mismatch_message(kernel, found, self.named_root))
+        elif kernel is None and len(found) > 1:
+            self.warnings.append("libraries of several driver versions under driver_root %s: %s; using %s" % (
+                self.named_root, some(node_model.sorted_versions(found), 5), library))
+        if kernel is not None:
+            return kernel, "/proc/driver/nvidia/version", library
+        if library is not None:
+            return library, found[library], library
         raise DiscoveryError(
             "cannot tell the driver version: /proc/driver/nvidia/version is missing under host_root %s "
             "and no libcuda.so.<version> or libnvidia-ml.so.<version> is in %s. Is the driver installed "
-            "at driver_root %s?" % (self.host_root, ", ".join(self.library_dirs(driver_root)), driver_root)
+            "at driver_root %s?" % (self.host_root, ", ".join(self.library_dirs(self.named_root)), self.named_root)
         )
 
     # --- libraries ---------------------------------------------------------------------
@@ -199,7 +299,7 @@ class _Discovery:
                 return ldcache.parse(handle.read())
         except (OSError, ldcache.LdCacheError) as exc:
             if not quiet:
-                self.warnings.append("ignoring %s: %s" % (cache, exc))
+                self.warnings.append("ignoring %s: %s" % (self.named(cache), exc))
             return []
 
     def read_soname(self, host_path, path_here=None):
@@ -218,13 +318,16 @@ class _Discovery:
             finally:
                 os.close(fd)
         except (OSError, elf.ElfError) as exc:
-            self.warnings.append("skipping library %s: %s" % (host_path, exc))
+            self.warnings.append("skipping library %s: %s" % (self.named(host_path), exc))
             return False
 
-    def libraries(self, driver_root, version):
+    def libraries(self, version):
+        """The driver's libraries of ``version``: real files (links followed inside host_root), as
+        host paths under the driver root as named. Dangling links go to ``self.dangling``."""
         wanted = re.compile(r"^lib.+\.so\.%s$" % re.escape(version))
         seen = set()
         found = []
+        dangling = {}
 
         def is_driver_library(name):
             return wanted.match(name) or EXTRA_LIBRARY_RE.match(name)
@@ -235,76 +338,104 @@ class _Discovery:
             seen.add(real)
             soname = self.read_soname(real, path_here)
             if soname is not False:
-                found.append({"path": real, "soname": soname})
+                found.append({"path": self.named(real), "soname": soname})
 
-        for directory in self.library_dirs(driver_root):
-            real_dir = resolve_in_root(self.host_root, directory)
+        for directory in self.library_dirs(self.real_root):
             try:
+                real_dir = self.real(directory)
                 entries = sorted(os.scandir(self.on_node(real_dir)), key=lambda e: e.name)
-            except OSError:
+            except (OSError, DiscoveryError):
                 continue
             for entry in entries:
-                if not is_driver_library(entry.name):
-                    continue
+                ours = is_driver_library(entry.name)
                 if entry.is_symlink():
-                    real = resolve_in_root(self.host_root, posixpath.join(real_dir, entry.name))
-                    if is_driver_library(posixpath.basename(real)) and os.path.isfile(self.on_node(real)):
+                    if not (ours or NVIDIA_LIBRARY_NAME_RE.match(entry.name)):
+                        continue
+                    link = posixpath.join(real_dir, entry.name)
+                    try:
+                        real = self.real(link)
+                    except DiscoveryError as exc:
+                        self.warnings.append("skipping library %s: %s" % (self.named(link), exc))
+                        continue
+                    if not os.path.isfile(self.on_node(real)):
+                        dangling.setdefault(self.named(link), os.readlink(entry.path))
+                    elif ours and is_driver_library(posixpath.basename(real)):
                         add(real)
-                elif entry.is_file():
+                elif ours and entry.is_file():
                     add(posixpath.join(real_dir, entry.name), entry.path)
-        for _name, path in self.ld_cache_entries(driver_root):
-            in_driver = resolve_in_root(self.on_node(driver_root), path)
-            real = resolve_in_root(self.host_root, node_model.join_host(driver_root, in_driver))
+        for _name, path in self.ld_cache_entries(self.real_root):
+            in_driver = resolve_in_root(self.on_node(self.real_root), path)
+            try:
+                real = self.real(node_model.join_host(self.real_root, in_driver))
+            except DiscoveryError:
+                continue
             if is_driver_library(posixpath.basename(real)) and os.path.isfile(self.on_node(real)):
                 add(real)
+        self.dangling = [{"path": path, "target": dangling[path]} for path in sorted(dangling)]
         return sorted(found, key=lambda lib: lib["path"])
 
+    def library_warnings(self, libraries):
+        """Warnings for libraries without a SONAME and for dangling links."""
+        unnamed = [lib["path"] for lib in libraries if not lib["soname"]]
+        if unnamed:
+            cuda = [path for path in unnamed if posixpath.basename(path).startswith("libcuda.so.")]
+            message = ("driver libraries without an ELF SONAME, so containers get no SONAME link for them: %s"
+                       % some(unnamed))
+            if cuda:
+                message += ("; %s has none, so containers get no libcuda.so.1 and CUDA applications "
+                            "cannot load it" % cuda[0])
+            self.warnings.append(message + " (nvidia_driver_info's libraries have them all, with soname null)")
+        if self.dangling:
+            self.warnings.append("dangling links in the driver's library directories (the files they point "
+                                 "to are missing; nvidia_driver_info's dangling_links has them all): %s" % some(
+                                     "%s -> %s" % (d["path"], d["target"]) for d in self.dangling))
+
     # --- other driver files ------------------------------------------------------------
-    def binaries(self, driver_root):
+    def binaries(self):
         found = []
         for name in BINARY_NAMES:
             for directory in BINARY_DIRS:
-                host_path = node_model.join_host(driver_root, directory, name)
-                if os.path.isfile(self.on_node(host_path)):
-                    found.append(host_path)
+                if os.path.isfile(self.here(node_model.join_host(self.real_root, directory, name))):
+                    found.append(node_model.join_host(self.named_root, directory, name))
                     break
         return found
 
-    def firmware(self, driver_root, version):
+    def firmware(self, version):
         found = {}
         for directory in FIRMWARE_DIRS:
-            host_dir = node_model.join_host(driver_root, directory, version)
-            for path in sorted(glob.glob(os.path.join(glob.escape(self.on_node(host_dir)), "gsp*.bin"))):
-                host_path = posixpath.join(host_dir, os.path.basename(path))
-                found.setdefault(resolve_in_root(self.host_root, host_path), host_path)
+            rel = posixpath.join(directory, version)
+            real_dir = self.real(node_model.join_host(self.real_root, rel))
+            for path in sorted(glob.glob(os.path.join(glob.escape(self.on_node(real_dir)), "gsp*.bin"))):
+                name = os.path.basename(path)
+                found.setdefault(self.real(posixpath.join(real_dir, name)),
+                                 node_model.join_host(self.named_root, rel, name))
         return sorted(found.values())
 
-    def config_files(self, driver_root):
+    def config_files(self):
         found = {}
         for directory, pattern in CONFIG_FILE_GLOBS:
-            host_dir = node_model.join_host(driver_root, directory)
-            for path in sorted(glob.glob(os.path.join(glob.escape(self.on_node(host_dir)), pattern))):
-                if os.path.isfile(path):
-                    host_path = posixpath.join(host_dir, os.path.basename(path))
-                    found.setdefault(resolve_in_root(self.host_root, host_path), host_path)
+            real_dir = self.real(node_model.join_host(self.real_root, directory))
+            for path in sorted(glob.glob(os.path.join(glob.escape(self.on_node(real_dir)), pattern))):
+                name = os.path.basename(path)
+                real = self.real(posixpath.join(real_dir, name))
+                if os.path.isfile(self.on_node(real)):
+                    found.setdefault(real, node_model.join_host(self.named_root, directory, name))
         return sorted(found.values())
 
-    def ipc_sockets(self, driver_root):
-        found = []
-        roots = ["/"] if driver_root == "/" else ["/", driver_root]
+    def ipc_sockets(self):
+        """Sockets and IPC directories that exist, each once (``/var/run`` is usually a link to ``/run``)."""
+        found = {}
+        roots = ["/"] if self.named_root == "/" else ["/", self.named_root]
         for root in roots:
-            for socket_path in IPC_SOCKETS:
-                host_path = node_model.join_host(root, socket_path)
+            for path, wanted in [(p, stat.S_ISSOCK) for p in IPC_SOCKETS] + [(p, stat.S_ISDIR) for p in IPC_DIRS]:
+                host_path = node_model.join_host(root, path)
                 try:
-                    if stat.S_ISSOCK(os.stat(self.on_node(host_path)).st_mode):
-                        found.append(host_path)
-                except OSError:
+                    real = self.real(host_path)
+                    if wanted(os.stat(self.on_node(real)).st_mode):
+                        found.setdefault(real, host_path)
+                except (OSError, DiscoveryError):
                     pass
-            for dir_path in IPC_DIRS:
-                host_path = node_model.join_host(root, dir_path)
-                if os.path.isdir(self.on_node(host_path)):
-                    found.append(host_path)
-        return found
+        return list(found.values())
 
     # --- kernel side -------------------------------------------------------------------
     def gpus(self):
@@ -330,17 +461,22 @@ class _Discovery:
         return gpus
 
     def device_nodes(self, dev_root):
+        """NVIDIA character devices under ``dev_root`` (links in it resolved inside host_root);
+        ``host_path`` is under ``dev_root`` as named."""
         nodes = []
+        try:
+            base = self.here(dev_root)
+        except DiscoveryError:
+            return nodes
         for pattern in DEVICE_GLOBS:
-            on_node = os.path.join(glob.escape(self.on_node(dev_root)), pattern)
-            for path in sorted(glob.glob(on_node)):
+            for path in sorted(glob.glob(os.path.join(glob.escape(base), pattern))):
                 try:
                     info = os.lstat(path)
                 except OSError:
                     continue
                 if not stat.S_ISCHR(info.st_mode):
                     continue
-                container = "/" + os.path.relpath(path, self.on_node(dev_root))
+                container = "/" + os.path.relpath(path, base)
                 nodes.append({
                     "path": container,
                     "host_path": node_model.join_host(dev_root, container),
@@ -360,38 +496,60 @@ class _Discovery:
         return minors
 
     def kernel_module_loaded(self):
+        """True when /proc/driver/nvidia exists or /proc/modules lists nvidia."""
+        if os.path.isdir(self.on_node("/proc/driver/nvidia")):
+            return True
         text = self.read_text("/proc/modules")
-        if text is not None:
-            return "nvidia" in procfs.parse_modules(text)
-        return self.exists("/proc/driver/nvidia/version")
+        return text is not None and "nvidia" in procfs.parse_modules(text)
 
 
 def discover_node(host_root, driver_root="auto", dev_root="auto", library_search_paths=None):
-    """Everything the collection needs to know about the node's driver, as a dict of host paths."""
+    """Everything the collection needs to know about the node's driver, as a dict of host paths.
+
+    Symlinks are resolved inside ``host_root``, as the node resolves them. Paths of driver files
+    are under ``driver_root`` as named (by the option or auto-detection), even when it is a link:
+    ``driver_root_resolved`` says where it leads. Container paths then do not depend on the link.
+    """
     if not os.path.isdir(host_root):
         raise DiscoveryError("host_root %s does not exist or is not a directory; set host_root to where the node's / is seen" % host_root)
     if library_search_paths is None:
         library_search_paths = node_model.DEFAULT_LIBRARY_SEARCH_PATHS
     node = _Discovery(host_root, library_search_paths)
-    root, root_source = node.resolve_driver_root(driver_root)
-    devroot, dev_source = node.resolve_dev_root(dev_root, root)
-    version, version_source = node.driver_version(root)
+    root, real_root, root_source = node.resolve_driver_root(driver_root)
+    node.named_root, node.real_root = root, real_root
+    devroot, dev_source, dev_warned = node.resolve_dev_root(dev_root)
+    version, version_source, library_version = node.versions()
+    libraries = node.libraries(library_version or version)
+    node.library_warnings(libraries)
+    loaded = node.kernel_module_loaded()
+    device_nodes = node.device_nodes(devroot)
+    if not loaded:
+        node.warnings.append(
+            "the nvidia kernel module is not loaded (no /proc/driver/nvidia and no nvidia in /proc/modules "
+            "under host_root %s): no GPUs and no device nodes until it is (modprobe nvidia; on Container-Optimized "
+            "OS the GPU driver installer loads it)" % host_root)
+    elif not device_nodes and not dev_warned:
+        node.warnings.append("no NVIDIA device nodes under dev_root %s: looked for %s under host_root %s" % (
+            devroot, ", ".join(node_model.join_host(devroot, g) for g in DEVICE_GLOBS), host_root))
     return {
         "driver_root": root,
+        "driver_root_resolved": real_root,
         "driver_root_source": root_source,
         "dev_root": devroot,
         "dev_root_source": dev_source,
         "driver_version": version,
         "driver_version_source": version_source,
+        "library_version": library_version,
         "library_search_paths": list(library_search_paths),
-        "libraries": node.libraries(root, version),
-        "binaries": node.binaries(root),
-        "firmware": node.firmware(root, version),
-        "config_files": node.config_files(root),
-        "ipc_sockets": node.ipc_sockets(root),
+        "libraries": libraries,
+        "dangling_links": node.dangling,
+        "binaries": node.binaries(),
+        "firmware": node.firmware(version),
+        "config_files": node.config_files(),
+        "ipc_sockets": node.ipc_sockets(),
         "gpus": node.gpus(),
-        "device_nodes": node.device_nodes(devroot),
+        "device_nodes": device_nodes,
         "mig_minors": node.mig_minors(),
-        "kernel_module_loaded": node.kernel_module_loaded(),
+        "kernel_module_loaded": loaded,
         "warnings": node.warnings,
     }

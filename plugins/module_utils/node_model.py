@@ -32,6 +32,9 @@ DEFAULT_LIBRARY_SEARCH_PATHS = (
 # What marks a directory as a driver root: the CUDA driver library.
 DRIVER_MARKER_PREFIX = "libcuda.so."
 
+# Where the NVIDIA device nodes are, relative to dev_root.
+DEVICE_GLOBS = ("dev/nvidia*", "dev/nvidia-caps/*", "dev/nvidia-caps-imex-channels/*")
+
 
 def normalize_host_path(path):
     """Return ``path`` as an absolute, normalised host path."""
@@ -102,6 +105,36 @@ def choose_dev_root(driver_root, driver_root_has_nvidiactl):
     if driver_root_has_nvidiactl and normalize_host_path(driver_root) != "/":
         return normalize_host_path(driver_root), "driver_root holds dev/nvidiactl"
     return "/", "host /dev (driver_root has no dev/nvidiactl)"
+
+
+def version_key(version):
+    """``"535.104.12"`` -> ``(535, 104, 12)``, for ordering driver versions."""
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
+
+
+def sorted_versions(versions):
+    """Driver versions, newest first."""
+    return sorted(versions, key=version_key, reverse=True)
+
+
+def choose_library_version(kernel_version, library_versions):
+    """The version of the user-space libraries to use: the kernel module's when it is among
+    ``library_versions``, else the newest of them; None when there are none."""
+    if not library_versions:
+        return None
+    if kernel_version in library_versions:
+        return kernel_version
+    return sorted_versions(library_versions)[0]
+
+
+def version_mismatch_message(kernel_version, library_versions, driver_root):
+    """What to say when the loaded kernel module and the libraries under driver_root differ."""
+    return (
+        "kernel module %s, libraries %s found under %s: containers given these libraries fail (CUDA and NVML "
+        "refuse a driver/library version mismatch). After a driver upgrade, reboot or reload the nvidia kernel "
+        "module; or set driver_root to where the %s libraries are"
+        % (kernel_version, ", ".join(sorted_versions(library_versions)), driver_root, kernel_version)
+    )
 
 
 def node_argument_spec(driver=False):

@@ -143,7 +143,20 @@ options:
     choices: [create-symlinks, enable-cuda-compat, update-ldcache, all]
     default: []
 notes:
-  - Discovery warnings (a damaged library, an unreadable GPU file) become task warnings.
+  - Discovery warnings (a damaged library, an unreadable GPU file, a library without a SONAME, a
+    dangling link; see M(gpu_node.container_toolkit.nvidia_driver_info)) become task warnings.
+  - A O(driver_root) that is a symlink is followed inside O(host_root). The spec's host paths stay
+    under O(driver_root) as named and its container paths are those paths with O(driver_root)
+    stripped (or re-rooted under O(container_driver_root)), so the spec is the same as for the
+    link's target.
+  - The module fails, and writes nothing, when the user-space libraries under O(driver_root) are of
+    another version than the loaded kernel module (C(kernel module 550.54.15, libraries 535.104.12
+    found under ...)). Every container given such a spec would fail, since CUDA and NVML refuse a
+    driver/library version mismatch. This is usually a driver upgrade whose reboot is pending;
+    reboot or reload the kernel module, then run again. There is no override. When libraries of the
+    kernel module's version are there too, they are used and the others ignored. When the kernel
+    module is not loaded there is nothing to compare; without device nodes the failure then says
+    that the kernel module is not loaded.
   - Another spec file in C(/etc/cdi), C(/var/run/cdi) or C(/run/cdi) that declares the same kind
     draws a warning. Container runtimes drop a device defined in two specs of one directory, and
     prefer C(/var/run/cdi) over C(/etc/cdi), so the new spec might not be used.
@@ -234,6 +247,18 @@ dev_root:
   returned: when O(state=present)
   type: str
   sample: /
+searched:
+  description: Host paths where C(libcuda.so.*) was looked for, when none was found.
+  returned: on failure, when no libcuda was found
+  type: list
+  elements: str
+  sample: [/home/kubernetes/bin/nvidia/lib64/libcuda.so.*, /home/kubernetes/bin/nvidia/etc/ld.so.cache]
+looked_for:
+  description: Host path patterns where NVIDIA device nodes were looked for, when none was found.
+  returned: on failure, when no device nodes were found
+  type: list
+  elements: str
+  sample: [/dev/nvidia*, /dev/nvidia-caps/*, /dev/nvidia-caps-imex-channels/*]
 spec:
   description: The spec as data.
   returned: when O(state=present)
@@ -406,7 +431,7 @@ def main():
             ldconfig_path=params["ldconfig_path"], disable_hooks=params["disable_hooks"],
         )
     except cdi.CdiError as exc:
-        module.fail_json(msg=str(exc), **result)
+        module.fail_json(msg=str(exc), **dict(result, **exc.details))
     for warning in cdi.same_kind_warnings(path, spec["kind"], other_specs(params["host_root"], on_node)):
         module.warn(warning)
     text = cdi.render(spec, fmt, facts)

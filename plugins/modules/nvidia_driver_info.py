@@ -18,6 +18,12 @@ description:
     V(/home/kubernetes/bin/nvidia) while its device nodes are in the host's C(/dev).
   - GPUs come from C(/proc/driver/nvidia/gpus/*/information).
   - Every path returned is a host path; O(host_root) never appears in the result.
+  - Symlinks are resolved inside O(host_root), as the node itself resolves them, never on the machine
+    running the module. A driver root that is a symlink (V(/run/nvidia/driver) to
+    C(/var/lib/nvidia-driver), or COS's relative C(../../../var/lib/nvidia)) is followed there, but
+    the paths returned stay under RV(driver_root) as named, so that container paths computed from
+    them (M(gpu_node.container_toolkit.cdi_spec)) do not depend on the link; RV(driver_root_resolved)
+    says where it leads.
 author:
   - GPU node maintainers (@gpu-node)
 extends_documentation_fragment:
@@ -42,6 +48,14 @@ attributes:
 notes:
   - A library that is not a readable ELF file, a damaged C(ld.so.cache) or a garbled GPU
     C(information) file is skipped with a warning.
+  - Problems that leave the facts usable are warnings, with the long lists in the result; a
+    O(driver_root) that does not exist or is a regular file is a failure.
+  - The warnings are for driver libraries without an ELF SONAME (containers get no SONAME link for
+    them; for C(libcuda) no C(libcuda.so.1)); dangling links in the library directories (see
+    RV(dangling_links)); user-space libraries of another version than the loaded kernel module
+    (C(kernel module 550.54.15, libraries 535.104.12 found under ...)), see RV(library_version);
+    a kernel module that is not loaded; and a O(dev_root) that is missing, not a directory, or holds
+    no NVIDIA device nodes.
 seealso:
   - module: gpu_node.container_toolkit.cdi_spec
 """
@@ -68,10 +82,19 @@ EXAMPLES = r"""
 
 RETURN = r"""
 driver_root:
-  description: Host path of the driver's user-space files.
+  description:
+    - Host path of the driver's user-space files, as named by O(driver_root) or auto-detection,
+      even when it is a symlink. Every driver file path in the result is under it.
   returned: success
   type: str
   sample: /home/kubernetes/bin/nvidia
+driver_root_resolved:
+  description:
+    - Where RV(driver_root) really is, its symlinks resolved inside O(host_root); equal to
+      RV(driver_root) when no link is involved.
+  returned: success
+  type: str
+  sample: /var/lib/nvidia
 driver_root_source:
   description: How RV(driver_root) was chosen.
   returned: success
@@ -88,7 +111,19 @@ dev_root_source:
   type: str
   sample: host /dev (driver_root has no dev/nvidiactl)
 driver_version:
-  description: The driver version.
+  description:
+    - The driver version, that of the loaded kernel module (C(/proc/driver/nvidia/version)) when
+      there is one, else that of the libraries.
+  returned: success
+  type: str
+  sample: 535.104.12
+library_version:
+  description:
+    - The version of the user-space libraries found under RV(driver_root), from the
+      C(libcuda.so.<version>) (else C(libnvidia-ml.so.<version>)) file names; the kernel module's
+      version when libraries of it are there, else the newest. Null when none was found.
+    - When it differs from RV(driver_version) containers given these libraries fail, and the
+      module warns; M(gpu_node.container_toolkit.cdi_spec) refuses to write a spec.
   returned: success
   type: str
   sample: 535.104.12
@@ -111,8 +146,9 @@ library_search_paths:
   sample: [lib64, usr/lib64, usr/lib/x86_64-linux-gnu]
 libraries:
   description:
-    - Driver libraries (C(lib*.so.<driver_version>)) found in the search paths and in
-      C(<driver_root>/etc/ld.so.cache), as host paths of the real files, with their ELF SONAME.
+    - Driver libraries (C(lib*.so.<library_version>)) found in the search paths and in
+      C(<driver_root>/etc/ld.so.cache), with their ELF SONAME. Each is the real file (SONAME
+      links followed), as a host path under RV(driver_root).
   returned: success
   type: list
   elements: dict
@@ -123,6 +159,19 @@ libraries:
       type: str
     soname:
       description: The library's ELF SONAME, or null when it has none.
+      type: str
+dangling_links:
+  description: Links in the driver's library directories whose target is missing (a warning lists the first few).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{path: /home/kubernetes/bin/nvidia/lib64/libcuda.so.1, target: libcuda.so.530.30.02}]
+  contains:
+    path:
+      description: Host path of the link, under RV(driver_root).
+      type: str
+    target:
+      description: What the link says it points to.
       type: str
 binaries:
   description: Host paths of the driver's utilities that exist.
@@ -201,7 +250,9 @@ mig_minors:
   type: dict
   sample: {"gpu0/gi1/access": 12}
 kernel_module_loaded:
-  description: Whether the C(nvidia) kernel module is loaded (C(/proc/modules)).
+  description:
+    - Whether the C(nvidia) kernel module is loaded (C(/proc/driver/nvidia) exists, or
+      C(/proc/modules) lists it). When it is not, the module warns.
   returned: success
   type: bool
   sample: true

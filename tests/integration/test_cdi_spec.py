@@ -11,6 +11,7 @@ import cdi_tools
 import pytest
 import yaml
 from ansible_runner import run_module as ansible_module
+from fakenode import link_driver_root
 from module_runner import run_module
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import cdi
@@ -235,3 +236,30 @@ def test_ansible_check_real_check_real(cos_node):
 def test_ansible_failure_is_clear(cos_node):
     result = ansible_module("cdi_spec", {"host_root": str(cos_node.root), "dev_root": COS_DRIVER_ROOT})
     assert result["_rc"] != 0 and "set dev_root: /" in result["msg"] and "Traceback" not in result["msg"]
+
+
+def test_podman_uses_a_spec_made_through_a_relative_driver_root_link(tmp_path, fake_node_factory, monkeypatch,
+                                                                     podman_ready):
+    """COS-style: the driver root is a relative link; containers still see /lib64/libcuda.so.X."""
+    log = tmp_path / "hook.log"
+    node = cos_with_fake_hook(fake_node_factory, log)
+    link_driver_root(node, "/home/nvidia-real", relative=True)  # kept under /home: the namespace's tmpfs
+    result, failed = run_module(cdi_spec.main, {"host_root": str(node.root), "mode": "management",
+                                                "hook_path": COS_HOOK, "path": "/run/cdi/management.yaml"},
+                                monkeypatch=monkeypatch)
+    assert not failed, result
+    mounts = {m["hostPath"]: m["containerPath"] for m in result["spec"]["containerEdits"]["mounts"]}
+    assert mounts[COS_DRIVER_ROOT + "/lib64/libcuda.so.535.104.12"] == "/lib64/libcuda.so.535.104.12"
+    proc = cdi_tools.podman_run(node.node_path("/run/cdi"), ["management.nvidia.com/gpu=all"], SHOW,
+                                tmp_path / "podman", binds=[(None, "/home"), (node.node_path("/home"), "/home")])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "/lib64/libcuda.so.535.104.12 regular file" in proc.stdout
+    assert "--link libcuda.so.1::/lib64/libcuda.so" in log.read_text().splitlines()[0]
+
+
+def test_ansible_refuses_libraries_of_another_version(fake_node_factory):
+    node = fake_node_factory("cos", driver_version="535.104.12", kernel_version="550.54.15")
+    result = ansible_module("cdi_spec", {"host_root": str(node.root), "hook_path": COS_HOOK})
+    assert result["_rc"] != 0 and "Traceback" not in result["msg"]
+    assert result["msg"].startswith("kernel module 550.54.15, libraries 535.104.12 found under " + COS_DRIVER_ROOT)
+    assert not node.node_path("/var/run/cdi/management.nvidia.com-gpu.yaml").exists()

@@ -6,6 +6,7 @@ import json
 import subprocess
 
 from ansible_runner import ansible_env, run_module
+from fakenode import link_driver_root
 
 
 def test_cos_node_done_when(cos_node):
@@ -21,6 +22,27 @@ def test_cos_node_done_when(cos_node):
     assert [(g["uuid"], g["minor"]) for g in result["gpus"]] == [(g["uuid"], g["minor"]) for g in cos_node.gpus]
     assert str(cos_node.root) not in json.dumps({k: v for k, v in result.items() if not k.startswith("_")})
     assert result["changed"] is False
+
+
+def test_cos_driver_root_behind_a_relative_link(cos_node):
+    link_driver_root(cos_node, "/var/lib/nvidia", relative=True)
+    result = run_module("nvidia_driver_info", {"host_root": str(cos_node.root)})
+    assert result["_rc"] == 0, result
+    assert result["driver_root"] == "/home/kubernetes/bin/nvidia"
+    assert result["driver_root_resolved"] == "/var/lib/nvidia"
+    assert {lib["path"] for lib in result["libraries"]} == {lib["path"] for lib in cos_node.libraries}
+    assert "[WARNING]" not in result["_stderr"], result["_stderr"]
+
+
+def test_problems_are_warnings_not_failures(fake_node_factory):
+    node = fake_node_factory("cos", driver_version="535.104.12", kernel_version="550.54.15", broken=("soname",))
+    result = run_module("nvidia_driver_info", {"host_root": str(node.root)})
+    assert result["_rc"] == 0, result
+    # Ansible prints a result's warnings on stderr, as [WARNING] lines (wrapped: compare without spaces).
+    stderr = "".join(result["_stderr"].split())
+    assert "kernelmodule550.54.15,libraries535.104.12foundunder/home/kubernetes/bin/nvidia" in stderr, stderr
+    assert "libcuda.so.535.104.12hasnone" in stderr
+    assert result["library_version"] == "535.104.12"
 
 
 def test_ubuntu_node_through_ld_cache(ubuntu_node):

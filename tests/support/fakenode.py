@@ -166,26 +166,28 @@ class FakeNode:
         }
 
 
-def _template_library():
-    """One real shared object built by gcc, with a placeholder SONAME to be patched per library."""
+def _template_library(with_soname=True):
+    """One real shared object built by gcc, with a placeholder SONAME to be patched per library
+    (``with_soname=False``: one without any DT_SONAME)."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    built = CACHE / "template.so"
+    built = CACHE / ("template.so" if with_soname else "template-nosoname.so")
     if built.exists():
         return built.read_bytes()
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "empty.c"
         src.write_text("int fake_driver_symbol(void) { return 0; }\n")
         out = Path(tmp) / "template.so"
-        subprocess.run(
-            ["gcc", "-shared", "-fPIC", "-Wl,-soname," + SONAME_PLACEHOLDER, "-o", str(out), str(src)],
-            check=True, capture_output=True,
-        )
+        soname = ["-Wl,-soname," + SONAME_PLACEHOLDER] if with_soname else []
+        subprocess.run(["gcc", "-shared", "-fPIC"] + soname + ["-o", str(out), str(src)],
+                       check=True, capture_output=True)
         os.replace(out, built)
     return built.read_bytes()
 
 
 def elf_library(soname):
-    """Bytes of a real ELF shared object whose DT_SONAME is ``soname``."""
+    """Bytes of a real ELF shared object whose DT_SONAME is ``soname`` (None: no DT_SONAME at all)."""
+    if soname is None:
+        return _template_library(with_soname=False)
     template = _template_library()
     placeholder = SONAME_PLACEHOLDER.encode()
     if len(soname) > len(placeholder):
@@ -250,13 +252,16 @@ def proc_devices(version, loaded, mig):
 
 
 def build_node(root, layout="cos", driver_version=DEFAULT_DRIVER_VERSION, gpus=2, mig=False,
-               extra_libraries=0, missing=(), broken=()):
+               extra_libraries=0, missing=(), broken=(), kernel_version=None):
     """Build a fake node under ``root`` and return a FakeNode describing it.
 
     ``missing``: any of ``libcuda``, ``proc_version``, ``nvidiactl``, ``devices``, ``gpus``,
     ``kernel_module``, ``ld_cache``, ``firmware``, ``binaries``.
     ``broken``: any of ``gpu_information`` (first GPU's file garbled), ``library`` (a truncated
-    library), ``ld_cache`` (a truncated cache).
+    library), ``ld_cache`` (a truncated cache), ``soname`` (libcuda built without a SONAME),
+    ``dangling_link`` (libcuda.so.1 points to a libcuda of another version, which is missing).
+    ``kernel_version``: the loaded kernel module's version, when it is not ``driver_version``
+    (the version of the user-space files).
     """
     if layout not in LAYOUTS:
         raise ValueError("unknown layout %r (choose from %s)" % (layout, ", ".join(LAYOUTS)))
@@ -264,6 +269,9 @@ def build_node(root, layout="cos", driver_version=DEFAULT_DRIVER_VERSION, gpus=2
                               "ld_cache", "firmware", "binaries"}
     if unknown:
         raise ValueError("unknown 'missing' items: %s" % sorted(unknown))
+    unknown_broken = set(broken) - {"gpu_information", "library", "ld_cache", "soname", "dangling_link"}
+    if unknown_broken:
+        raise ValueError("unknown 'broken' items: %s" % sorted(unknown_broken))
     spec = LAYOUTS[layout]
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -297,12 +305,14 @@ def build_node(root, layout="cos", driver_version=DEFAULT_DRIVER_VERSION, gpus=2
             continue
         name = "%s.so.%s" % (prefix, driver_version)
         soname = name if so_suffix == "V" else "%s.so.%s" % (prefix, so_suffix)
-        _write(at(os.path.join(lib_dir, name)), elf_library(soname), 0o755)
+        unnamed = prefix == "libcuda" and "soname" in broken
+        _write(at(os.path.join(lib_dir, name)), elf_library(None if unnamed else soname), 0o755)
         if soname != name:
-            os.symlink(name, at(os.path.join(lib_dir, soname)))
+            stale = prefix == "libcuda" and "dangling_link" in broken
+            os.symlink("%s.so.530.30.02" % prefix if stale else name, at(os.path.join(lib_dir, soname)))
         if prefix == "libcuda":
             os.symlink(soname, at(os.path.join(lib_dir, "libcuda.so")))
-        node.libraries.append({"path": os.path.join(lib_dir, name), "soname": soname})
+        node.libraries.append({"path": os.path.join(lib_dir, name), "soname": None if unnamed else soname})
     if "library" in broken:
         _write(at(os.path.join(lib_dir, "libnvidia-broken.so.%s" % driver_version)), b"\x7fELF\x02\x01\x01")
     if layout != "cos":
@@ -344,7 +354,7 @@ def build_node(root, layout="cos", driver_version=DEFAULT_DRIVER_VERSION, gpus=2
             "nvidia 56717312 2 nvidia_uvm,nvidia_modeset, Live 0x0000000000000000 (PO)\n" if loaded else "")
            + "overlay 151552 0 - Live 0x0000000000000000\n")
     if loaded and "proc_version" not in missing:
-        _write(at("/proc/driver/nvidia/version"), proc_version(driver_version))
+        _write(at("/proc/driver/nvidia/version"), proc_version(kernel_version or driver_version))
     if loaded and "gpus" not in missing:
         for index in range(gpus):
             gpu = {"index": index, "uuid": gpu_uuid(index), "pci_bus_id": pci_bus_id(index), "minor": index,
@@ -378,6 +388,22 @@ def build_node(root, layout="cos", driver_version=DEFAULT_DRIVER_VERSION, gpus=2
             _mknod(at(os.path.join(dev_root, "dev", name)), major, minor)
             node.device_nodes.append({"path": "/dev/" + name, "major": major, "minor": minor})
     return node
+
+
+def link_driver_root(node, target, relative=False):
+    """Move the node's driver root to the host path ``target`` and leave a symlink in its place:
+    absolute (``/run/nvidia/driver -> /var/lib/nvidia-driver``) or relative, as on COS
+    (``/home/kubernetes/bin/nvidia -> ../../../var/lib/nvidia``). Returns the link's target text.
+
+    The FakeNode keeps describing files under the driver root as named, the link.
+    """
+    link = node.node_path(node.driver_root)
+    real = node.node_path(target)
+    real.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(link, real)
+    text = os.path.relpath(target, os.path.dirname(node.driver_root)) if relative else target
+    os.symlink(text, link)
+    return text
 
 
 def _unix_socket(path):

@@ -256,6 +256,43 @@ def test_no_device_nodes_names_dev_root_and_cos_hint():
     assert "set dev_root: /" in str(caught.value)
 
 
+def test_no_device_nodes_under_slash_says_what_was_looked_for():
+    facts = cos_facts()
+    facts["device_nodes"] = []
+    with pytest.raises(cdi.CdiError) as caught:
+        cdi.build_spec(facts)
+    message = str(caught.value)
+    assert "no NVIDIA device nodes under dev_root / (dev_root came from: auto): looked for /dev/nvidia*, " \
+           "/dev/nvidia-caps/*, /dev/nvidia-caps-imex-channels/*" in message
+    assert "set dev_root: /" not in message and "device_nodes module" in message and len(message) < 500
+    assert caught.value.details["looked_for"][0] == "/dev/nvidia*"
+
+
+def test_kernel_module_not_loaded_says_so_not_set_dev_root():
+    facts = cos_facts()
+    facts["device_nodes"] = []
+    facts["kernel_module_loaded"] = False
+    with pytest.raises(cdi.CdiError) as caught:
+        cdi.build_spec(facts)
+    message = str(caught.value)
+    assert message.startswith("no NVIDIA device nodes under dev_root /: the nvidia kernel module is not loaded")
+    assert "set dev_root" not in message and len(message) < 500
+
+
+def test_libraries_of_another_version_than_the_kernel_module_fail():
+    facts = cos_facts()
+    facts["driver_version"] = "550.54.15"
+    facts["library_version"] = VERSION
+    with pytest.raises(cdi.CdiError) as caught:
+        cdi.build_spec(facts)
+    message = str(caught.value)
+    assert message.startswith("kernel module 550.54.15, libraries %s found under %s" % (VERSION, DRIVER_ROOT))
+    assert len(message) < 500
+    facts["library_version"] = facts["driver_version"]
+    cdi.build_spec(dict(facts, libraries=[dict(lib, path=lib["path"].replace(VERSION, "550.54.15"))
+                                          for lib in facts["libraries"]]))
+
+
 def test_only_excluded_nodes_is_no_nodes():
     facts = cos_facts()
     facts["device_nodes"] = [n for n in facts["device_nodes"] if "nvswitch" in n["path"]]
@@ -269,9 +306,9 @@ def test_no_libcuda_lists_paths_searched():
     with pytest.raises(cdi.CdiError) as caught:
         cdi.build_spec(facts)
     message = str(caught.value)
-    for searched in (DRIVER_ROOT + "/lib64/libcuda.so.*", DRIVER_ROOT + "/usr/lib64/libcuda.so.*",
-                     DRIVER_ROOT + "/etc/ld.so.cache"):
-        assert searched in message
+    assert "no libcuda.so.%s under driver_root %s" % (VERSION, DRIVER_ROOT) in message and len(message) < 500
+    assert caught.value.details["searched"] == [DRIVER_ROOT + "/lib64/libcuda.so.*", DRIVER_ROOT + "/usr/lib64/libcuda.so.*",
+                                                DRIVER_ROOT + "/etc/ld.so.cache"]
 
 
 @pytest.mark.parametrize("kwargs, message", [

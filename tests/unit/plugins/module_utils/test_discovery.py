@@ -4,6 +4,7 @@ import json
 import os
 
 import pytest
+from fakenode import link_driver_root
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import discovery
 
@@ -88,9 +89,11 @@ def test_no_driver_lists_every_path_searched(fake_node_factory):
     with pytest.raises(discovery.DiscoveryError) as caught:
         discovery.discover_node(str(node.root))
     message = str(caught.value)
+    assert "Set driver_root" in message and len(message) < 500 + len(str(node.root))
+    searched = caught.value.details["searched"]
     for expected in ("/run/nvidia/driver/lib64/libcuda.so.*", "/home/kubernetes/bin/nvidia/lib64/libcuda.so.*",
-                     "/var/lib/nvidia/usr/lib/x86_64-linux-gnu/libcuda.so.*", "/etc/ld.so.cache", "Set driver_root"):
-        assert expected in message
+                     "/var/lib/nvidia/usr/lib/x86_64-linux-gnu/libcuda.so.*", "/etc/ld.so.cache"):
+        assert expected in searched
     assert str(node.root) in message  # names the host_root it looked in
 
 
@@ -151,6 +154,10 @@ def test_kernel_module_not_loaded(fake_node_factory):
     assert facts["kernel_module_loaded"] is False
     assert facts["gpus"] == [] and facts["device_nodes"] == []
     assert facts["driver_version"] == "535.104.12"
+    (warning,) = facts["warnings"]
+    assert warning.startswith("the nvidia kernel module is not loaded (no /proc/driver/nvidia and no nvidia in "
+                              "/proc/modules under host_root %s)" % node.root)
+    assert "dev_root" not in warning and len(warning) < 500 + len(str(node.root))
 
 
 def test_kernel_module_from_proc_version_without_proc_modules(cos_node):
@@ -195,3 +202,172 @@ def test_resolve_in_root_symlink_loop(tmp_path):
     os.symlink("a", tmp_path / "b")
     with pytest.raises(discovery.DiscoveryError, match="too many levels"):
         discovery.resolve_in_root(str(tmp_path), "/a/x")
+
+
+# --- a driver root that is a symlink --------------------------------------------------------
+
+def _same_files(facts, node):
+    """The facts describe the node's files under its driver root as named, the link."""
+    assert facts["libraries"] == sorted(node.libraries, key=lambda lib: lib["path"])
+    assert facts["binaries"] == node.binaries
+    assert facts["firmware"] == node.firmware
+    assert all(path.startswith(node.driver_root + "/") for path in facts["config_files"])
+
+
+@pytest.mark.parametrize("driver_root", ["auto", "/run/nvidia/driver"])
+def test_absolute_driver_root_link_resolves_inside_host_root(fake_node_factory, driver_root):
+    """/run/nvidia/driver -> /var/lib/nvidia-driver is followed inside host_root, not on this machine."""
+    node = fake_node_factory("driver-container")
+    assert not os.path.lexists("/var/lib/nvidia-driver")  # the link must not lead here
+    link_driver_root(node, "/var/lib/nvidia-driver")
+    facts = discovery.discover_node(str(node.root), driver_root=driver_root)
+    assert facts["driver_root"] == "/run/nvidia/driver"
+    assert facts["driver_root_resolved"] == "/var/lib/nvidia-driver"
+    _same_files(facts, node)
+    assert facts["dev_root"] == "/run/nvidia/driver"  # its dev/nvidiactl is found through the link
+    assert {d["host_path"] for d in facts["device_nodes"]} == {"/run/nvidia/driver" + d["path"] for d in node.device_nodes}
+    assert "/run/nvidia/driver/run/nvidia-persistenced/socket" in facts["ipc_sockets"]
+    assert facts["warnings"] == []
+    _assert_no_host_root(facts, node)
+
+
+def test_relative_driver_root_link_cos(fake_node_factory):
+    """COS-style /home/kubernetes/bin/nvidia -> ../../../var/lib/nvidia: paths stay under the link."""
+    node = fake_node_factory("cos")
+    assert link_driver_root(node, "/var/lib/nvidia", relative=True) == "../../../var/lib/nvidia"
+    facts = discovery.discover_node(str(node.root))
+    assert facts["driver_root"] == "/home/kubernetes/bin/nvidia"
+    assert facts["driver_root_resolved"] == "/var/lib/nvidia"
+    assert facts["driver_version"] == facts["library_version"] == node.driver_version
+    _same_files(facts, node)
+    assert "/home/kubernetes/bin/nvidia/vulkan/icd.d/nvidia_icd.json" in facts["config_files"]
+    assert facts["dev_root"] == "/" and len(facts["device_nodes"]) == len(node.device_nodes)
+    assert facts["warnings"] == []
+
+
+def test_unlinked_driver_root_resolves_to_itself(cos_node):
+    facts = discovery.discover_node(str(cos_node.root))
+    assert facts["driver_root_resolved"] == facts["driver_root"] == "/home/kubernetes/bin/nvidia"
+    assert facts["dangling_links"] == []
+
+
+def test_driver_root_link_to_nowhere(cos_node):
+    link_driver_root(cos_node, "/var/lib/nvidia")
+    os.rename(cos_node.node_path("/var/lib/nvidia"), cos_node.node_path("/var/lib/elsewhere"))
+    with pytest.raises(discovery.DiscoveryError, match=r"driver_root /home/kubernetes/bin/nvidia \(a link to "
+                                                        r"/var/lib/nvidia\) does not exist under host_root"):
+        discovery.discover_node(str(cos_node.root), driver_root="/home/kubernetes/bin/nvidia")
+
+
+def test_driver_root_that_is_a_file(cos_node):
+    cos_node.node_path("/opt").mkdir()
+    cos_node.node_path("/opt/nvidia").write_text("not a directory\n")
+    with pytest.raises(discovery.DiscoveryError) as caught:
+        discovery.discover_node(str(cos_node.root), driver_root="/opt/nvidia")
+    message = str(caught.value)
+    assert message.startswith("driver_root /opt/nvidia is a file, not a directory, under host_root %s" % cos_node.root)
+    assert "set driver_root to the host directory holding the driver's files" in message
+
+
+def test_absolute_var_run_link_finds_each_socket_once(ubuntu_node):
+    ubuntu_node.node_path("/var").mkdir(exist_ok=True)
+    ubuntu_node.node_path("/var/run").symlink_to("/run")
+    facts = discovery.discover_node(str(ubuntu_node.root))
+    assert facts["ipc_sockets"] == ["/run/nvidia-persistenced/socket"]
+
+
+# --- saying what is wrong -------------------------------------------------------------------
+
+def test_library_without_soname_warns_naming_it(fake_node_factory):
+    node = fake_node_factory("cos", broken=("soname",))
+    facts = discovery.discover_node(str(node.root))
+    libcuda = "/home/kubernetes/bin/nvidia/lib64/libcuda.so.535.104.12"
+    assert {"path": libcuda, "soname": None} in facts["libraries"]
+    (warning,) = facts["warnings"]
+    assert warning.startswith("driver libraries without an ELF SONAME, so containers get no SONAME link for them: "
+                              + libcuda)
+    assert "containers get no libcuda.so.1" in warning and len(warning) < 500
+
+
+def test_many_libraries_without_soname_make_one_short_warning(cos_node):
+    lib64 = cos_node.node_path("/home/kubernetes/bin/nvidia/lib64")
+    from fakenode import elf_library
+    for index in range(40):
+        (lib64 / ("libnvidia-unnamed%02d.so.535.104.12" % index)).write_bytes(elf_library(None))
+    facts = discovery.discover_node(str(cos_node.root))
+    (warning,) = facts["warnings"]
+    assert "and 37 more" in warning and len(warning) < 500
+    assert len([lib for lib in facts["libraries"] if lib["soname"] is None]) == 40
+
+
+def test_dangling_soname_link_warns_naming_the_link(fake_node_factory):
+    node = fake_node_factory("cos", broken=("dangling_link",))
+    facts = discovery.discover_node(str(node.root))
+    link = "/home/kubernetes/bin/nvidia/lib64/libcuda.so.1"
+    # libcuda.so -> libcuda.so.1 leads nowhere either.
+    assert facts["dangling_links"] == [{"path": link[:-2], "target": "libcuda.so.1"},
+                                       {"path": link, "target": "libcuda.so.530.30.02"}]
+    (warning,) = facts["warnings"]
+    assert warning.startswith("dangling links in the driver's library directories")
+    assert link + " -> libcuda.so.530.30.02" in warning
+    assert len(facts["libraries"]) == len(node.libraries)  # libcuda.so.535.104.12 itself is still there
+
+
+def test_version_mismatch_warns_with_both_versions(fake_node_factory):
+    node = fake_node_factory("cos", driver_version="535.104.12", kernel_version="550.54.15")
+    facts = discovery.discover_node(str(node.root))
+    assert facts["driver_version"] == "550.54.15"
+    assert facts["driver_version_source"] == "/proc/driver/nvidia/version"
+    assert facts["library_version"] == "535.104.12"
+    # The libraries listed are the ones there, of their own version.
+    assert facts["libraries"] == sorted(node.libraries, key=lambda lib: lib["path"])
+    (warning,) = facts["warnings"]
+    assert warning.startswith("kernel module 550.54.15, libraries 535.104.12 found under /home/kubernetes/bin/nvidia")
+    assert len(warning) < 500
+
+
+def test_kernel_version_among_several_library_versions_is_no_mismatch(cos_node):
+    lib64 = cos_node.node_path("/home/kubernetes/bin/nvidia/lib64")
+    (lib64 / "libcuda.so.550.54.15").write_bytes((lib64 / "libcuda.so.535.104.12").read_bytes())
+    facts = discovery.discover_node(str(cos_node.root))
+    assert facts["driver_version"] == facts["library_version"] == "535.104.12"
+    assert facts["warnings"] == []
+
+
+def test_several_library_versions_without_kernel_module_takes_the_newest(fake_node_factory):
+    node = fake_node_factory("cos", missing=("proc_version",))
+    lib64 = node.node_path("/home/kubernetes/bin/nvidia/lib64")
+    (lib64 / "libcuda.so.530.30.02").write_bytes((lib64 / "libcuda.so.535.104.12").read_bytes())
+    (lib64 / "libcuda.so.520.1.1").symlink_to("missing")  # dangling: not a version that is there
+    facts = discovery.discover_node(str(node.root))
+    assert facts["driver_version"] == facts["library_version"] == "535.104.12"
+    assert "libraries of several driver versions under driver_root /home/kubernetes/bin/nvidia: " \
+           "535.104.12, 530.30.02; using 535.104.12" in facts["warnings"]
+
+
+def test_missing_dev_root_warns_naming_it(cos_node):
+    facts = discovery.discover_node(str(cos_node.root), dev_root="/nowhere")
+    assert facts["device_nodes"] == []
+    (warning,) = facts["warnings"]
+    assert warning.startswith("dev_root /nowhere does not exist under host_root %s: no device nodes found" % cos_node.root)
+
+
+def test_dev_root_that_is_a_file_warns(cos_node):
+    cos_node.node_path("/devfile").write_text("x")
+    facts = discovery.discover_node(str(cos_node.root), dev_root="/devfile")
+    assert facts["warnings"][0].startswith("dev_root /devfile is a file, not a directory")
+
+
+def test_no_device_nodes_under_dev_root_says_what_was_looked_for(fake_node_factory):
+    node = fake_node_factory("cos", missing=("devices",))
+    facts = discovery.discover_node(str(node.root))
+    assert facts["kernel_module_loaded"] is True
+    assert facts["warnings"] == [
+        "no NVIDIA device nodes under dev_root /: looked for /dev/nvidia*, /dev/nvidia-caps/*, "
+        "/dev/nvidia-caps-imex-channels/* under host_root %s" % node.root]
+
+
+def test_kernel_module_from_proc_modules_alone(fake_node_factory):
+    node = fake_node_factory("cos", missing=("proc_version", "gpus"))
+    assert not node.node_path("/proc/driver/nvidia").exists()
+    assert discovery.discover_node(str(node.root))["kernel_module_loaded"] is True

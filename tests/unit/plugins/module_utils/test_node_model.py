@@ -83,3 +83,18 @@ def test_node_argument_spec_matches_doc_fragment_defaults():
     assert spec["driver_root"]["default"] == "auto"
     assert spec["library_search_paths"]["default"][0] == "lib64"
     assert set(nm.node_argument_spec()) == {"host_root"}
+
+
+def test_version_order_and_choice():
+    assert nm.version_key("535.104.12") == (535, 104, 12) and nm.version_key("550.x") == (550, 0)
+    assert nm.sorted_versions(["535.104.12", "550.54.15", "535.86.10"]) == ["550.54.15", "535.104.12", "535.86.10"]
+    assert nm.choose_library_version("535.104.12", {"550.54.15": "", "535.104.12": ""}) == "535.104.12"
+    assert nm.choose_library_version("560.1.1", ["550.54.15", "535.104.12"]) == "550.54.15"
+    assert nm.choose_library_version(None, ["535.104.12"]) == "535.104.12"
+    assert nm.choose_library_version("535.104.12", []) is None
+
+
+def test_version_mismatch_message():
+    message = nm.version_mismatch_message("550.54.15", ["535.104.12"], "/home/kubernetes/bin/nvidia")
+    assert message.startswith("kernel module 550.54.15, libraries 535.104.12 found under /home/kubernetes/bin/nvidia")
+    assert "reboot or reload the nvidia kernel module" in message and len(message) < 500

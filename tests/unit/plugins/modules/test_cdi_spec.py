@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 
 import pytest
 import yaml
+from fakenode import link_driver_root
 from module_runner import run_module
 
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import cdi_spec
@@ -187,8 +189,9 @@ def test_cos_devices_not_under_driver_root(cos_node, monkeypatch):
 def test_cos_libcuda_not_under_root(cos_node, monkeypatch):
     result, failed = run(cos_node, monkeypatch, driver_root="/")
     assert failed
-    assert "/lib64/libcuda.so.*" in result["msg"] and "/usr/lib/x86_64-linux-gnu/libcuda.so.*" in result["msg"]
-    assert "/etc/ld.so.cache" in result["msg"] and "Set driver_root" in result["msg"]
+    assert "/lib64/libcuda.so.*" in result["searched"] and "/usr/lib/x86_64-linux-gnu/libcuda.so.*" in result["searched"]
+    assert "/etc/ld.so.cache" in result["searched"] and "Set driver_root" in result["msg"]
+    assert len(result["msg"]) < 500
 
 
 def test_no_libcuda_anywhere(fake_node_factory, monkeypatch):
@@ -350,3 +353,90 @@ def test_same_kind_check_reads_a_linked_var_run_once(cos_node, monkeypatch):
 def test_bad_kind_is_a_clean_failure(cos_node, monkeypatch, args):
     result, failed = run(cos_node, monkeypatch, mode="gpu", **args)
     assert failed and result["msg"].startswith("invalid CDI ")
+
+
+# --- a driver root that is a symlink: the spec does not depend on the link --------------------
+
+@pytest.mark.parametrize("layout, target, relative", [
+    ("driver-container", "/var/lib/nvidia-driver", False),
+    ("cos", "/var/lib/nvidia", True),
+])
+@pytest.mark.parametrize("container_driver_root", [None, "/usr/local/nvidia"])
+def test_driver_root_link_gives_the_same_spec(fake_node_factory, monkeypatch, layout, target, relative,
+                                              container_driver_root):
+    plain = fake_node_factory(layout)
+    linked = fake_node_factory(layout)
+    link_driver_root(linked, target, relative=relative)
+    args = {"mode": "gpu", "hook_path": COS_HOOK}
+    if container_driver_root:
+        args["container_driver_root"] = container_driver_root
+    expected = ok(plain, monkeypatch, **args)
+    result = ok(linked, monkeypatch, **args)
+    assert result["spec"] == expected["spec"]
+    assert written(linked, "/etc/cdi/nvidia.yaml") == written(plain, "/etc/cdi/nvidia.yaml")
+    assert result["driver_root"] == linked.driver_root
+    mounts = {m["hostPath"]: m["containerPath"] for m in result["spec"]["containerEdits"]["mounts"]}
+    libcuda = "%s/%s/libcuda.so.%s" % (linked.driver_root, "lib64" if layout == "cos" else "usr/lib/x86_64-linux-gnu",
+                                       linked.driver_version)
+    assert mounts[libcuda] == (container_driver_root or "") + libcuda[len(linked.driver_root):]
+    assert not any(path.startswith(target + "/") for path in mounts)
+    links = result["spec"]["containerEdits"]["hooks"][0]["args"]
+    assert "libcuda.so.1::%s" % posixpath.join(posixpath.dirname(mounts[libcuda]), "libcuda.so") in links
+
+
+# --- saying what is wrong -------------------------------------------------------------------
+
+def test_libraries_of_another_version_than_the_kernel_module_fail(fake_node_factory, monkeypatch):
+    node = fake_node_factory("cos", driver_version="535.104.12", kernel_version="550.54.15")
+    result, failed = run(node, monkeypatch)
+    assert failed and not node.node_path(MANAGEMENT_PATH).exists()
+    assert result["msg"].startswith("kernel module 550.54.15, libraries 535.104.12 found under "
+                                    "/home/kubernetes/bin/nvidia") and len(result["msg"]) < 500
+    assert any(w.startswith("kernel module 550.54.15") for w in result["warnings"])
+
+
+def test_kernel_module_not_loaded_says_so(fake_node_factory, monkeypatch):
+    node = fake_node_factory("cos", missing=("kernel_module",))
+    result, failed = run(node, monkeypatch, dev_root="/")
+    assert failed
+    assert "the nvidia kernel module is not loaded" in result["msg"] and "set dev_root" not in result["msg"]
+    assert len(result["msg"]) < 500
+
+
+def test_missing_dev_root_names_it_and_what_was_looked_for(cos_node, monkeypatch):
+    result, failed = run(cos_node, monkeypatch, dev_root="/nowhere")
+    assert failed
+    assert "no NVIDIA device nodes under dev_root /nowhere" in result["msg"]
+    assert "looked for /nowhere/dev/nvidia*, /nowhere/dev/nvidia-caps/*" in result["msg"]
+    assert result["looked_for"][0] == "/nowhere/dev/nvidia*" and len(result["msg"]) < 500
+    assert any(w.startswith("dev_root /nowhere does not exist under host_root") for w in result["warnings"])
+
+
+def test_dev_root_without_device_nodes(fake_node_factory, monkeypatch):
+    node = fake_node_factory("cos", missing=("devices",))
+    result, failed = run(node, monkeypatch)
+    assert failed and "no NVIDIA device nodes under dev_root / " in result["msg"]
+    assert "set dev_root: /" not in result["msg"] and "device_nodes module" in result["msg"]
+
+
+def test_driver_root_that_is_a_file_fails_clearly(cos_node, monkeypatch):
+    cos_node.node_path("/opt").mkdir()
+    cos_node.node_path("/opt/nvidia").write_text("x")
+    result, failed = run(cos_node, monkeypatch, driver_root="/opt/nvidia")
+    assert failed and "driver_root /opt/nvidia is a file, not a directory" in result["msg"]
+
+
+def test_libcuda_without_soname_warns(fake_node_factory, monkeypatch):
+    node = fake_node_factory("cos", broken=("soname",))
+    result = ok(node, monkeypatch)
+    libcuda = "/home/kubernetes/bin/nvidia/lib64/libcuda.so.535.104.12"
+    assert any(libcuda in w and "no libcuda.so.1" in w for w in result["warnings"])
+    links = result["spec"]["containerEdits"]["hooks"][0]["args"]
+    assert not any(arg.endswith("/libcuda.so.1") for arg in links)
+
+
+def test_dangling_soname_link_warns(fake_node_factory, monkeypatch):
+    node = fake_node_factory("cos", broken=("dangling_link",))
+    result = ok(node, monkeypatch)
+    assert any("/home/kubernetes/bin/nvidia/lib64/libcuda.so.1 -> libcuda.so.530.30.02" in w
+               for w in result["warnings"])

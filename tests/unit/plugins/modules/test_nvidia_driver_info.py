@@ -28,3 +28,21 @@ def test_failure_names_option(tmp_path, monkeypatch):
     # short enough to read; the paths searched are data
     assert len(result["msg"]) < 500 + len(str(tmp_path))
     assert "/home/kubernetes/bin/nvidia/lib64/libcuda.so.*" in result["searched"]
+
+
+def test_version_mismatch_is_a_warning_with_the_versions_as_data(fake_node_factory, monkeypatch):
+    node = fake_node_factory("cos", driver_version="535.104.12", kernel_version="550.54.15")
+    result, failed = run_module(nvidia_driver_info.main, {"host_root": str(node.root)}, monkeypatch=monkeypatch)
+    assert not failed
+    assert result["driver_version"] == "550.54.15" and result["library_version"] == "535.104.12"
+    assert len(result["libraries"]) == len(node.libraries)
+    (warning,) = result["warnings"]
+    assert warning.startswith("kernel module 550.54.15, libraries 535.104.12 found under /home/kubernetes/bin/nvidia")
+
+
+def test_driver_root_that_is_a_file_fails(cos_node, monkeypatch):
+    cos_node.node_path("/opt").mkdir()
+    cos_node.node_path("/opt/nvidia").write_text("x")
+    result, failed = run_module(nvidia_driver_info.main, {"host_root": str(cos_node.root), "driver_root": "/opt/nvidia"},
+                                monkeypatch=monkeypatch)
+    assert failed and "driver_root /opt/nvidia is a file, not a directory" in result["msg"]
