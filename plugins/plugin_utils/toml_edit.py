@@ -454,8 +454,8 @@ class TomlDocument:
                 raise TomlEditError("%s: %s must be a table, but it is a %s (%s)" % (
                     self.name, key_text(path[:depth]), type(table).__name__, value_text(table)))
         if isinstance(current, dict) and not isinstance(value, dict):
-            raise TomlEditError("%s: %s is a table; cannot give it the value %s" % (self.name, key_text(path),
-                                                                                  value_text(value)))
+            raise TomlEditError("%s: %s is a table; cannot give it the value %s"
+                                % (self.name, key_text(path), value_text(value)))
         if isinstance(value, dict) and current is None:
             self.add_table(path, value)
             return True
@@ -465,10 +465,10 @@ class TomlDocument:
         if statement is not None:
             if self._replace(statement, value, expected):
                 return True
-        elif any(attempt(path, value, expected) for attempt in (self._add_in_table, self._add_dotted,
-                                                                 self._add_header_before_subtables,
-                                                                 self._add_at_end)):
-            return True
+        else:
+            attempts = (self._add_in_table, self._add_dotted, self._add_header_before_subtables, self._add_at_end)
+            if any(attempt(path, value, expected) for attempt in attempts):
+                return True
         raise self._refusal(path)
 
     def _refusal(self, path):
@@ -628,8 +628,8 @@ class TomlDocument:
         del parent[path[-1]]
         lines = self.lines[:statement.start] + self.lines[statement.end + 1:]
         if not self._commit(lines, expected, "remove"):
-            raise TomlEditError("%s: %s cannot be removed without changing other lines" % (self.where(statement),
-                                                                                        key_text(path)))
+            raise TomlEditError("%s: %s cannot be removed without changing other lines"
+                                % (self.where(statement), key_text(path)))
         return True
 
     # -- the journal

@@ -254,8 +254,8 @@ def test_unlinked_driver_root_resolves_to_itself(cos_node):
 def test_driver_root_link_to_nowhere(cos_node):
     link_driver_root(cos_node, "/var/lib/nvidia")
     os.rename(cos_node.node_path("/var/lib/nvidia"), cos_node.node_path("/var/lib/elsewhere"))
-    with pytest.raises(discovery.DiscoveryError, match=r"driver_root /home/kubernetes/bin/nvidia \(a link to "
-                                                        r"/var/lib/nvidia\) does not exist under host_root"):
+    expected = r"driver_root /home/kubernetes/bin/nvidia \(a link to /var/lib/nvidia\) does not exist under host_root"
+    with pytest.raises(discovery.DiscoveryError, match=expected):
         discovery.discover_node(str(cos_node.root), driver_root="/home/kubernetes/bin/nvidia")
 
 
