@@ -1,20 +1,111 @@
 #!/usr/bin/env bash
 # The collection as Galaxy users get it: build the tarball, install it offline into an empty
-# path, and run a module from the installed copy against a simulated COS node.
+# path (the only one Ansible searches), and run its playbooks by name against a simulated COS
+# node: gpu_node.container_toolkit.site with --check (nothing on the node may change), for real,
+# again (changed=0), then gpu_node.container_toolkit.uninstall, which must give back containerd's
+# config.toml byte for byte.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo" || exit 1
 # shellcheck source=scripts/env.sh
 . scripts/env.sh
+if [ "$(id -u)" -ne 0 ]; then
+  echo "the simulated node's /dev/nvidia* are made with mknod: run as root" >&2
+  exit 1
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 ansible-galaxy collection build --force --output-path "$work/dist" . >/dev/null
 tarball=$(ls "$work"/dist/gpu_node-container_toolkit-*.tar.gz)
 echo "built $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
+
+# From here on Ansible sees the installed copy only: no checkout, no sys.path collections, and a
+# working directory with no ansible.cfg or collections/ beside it.
+export ANSIBLE_COLLECTIONS_PATH="$work/collections" ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=False
+export ANSIBLE_RETRY_FILES_ENABLED=False
+unset ANSIBLE_CONFIG ANSIBLE_ROLES_PATH
+cd "$work"
 ansible-galaxy collection install --offline --force -p "$work/collections" "$tarball" >/dev/null
-python tests/support/fakenode.py --layout cos "$work/node" >/dev/null
-out=$(ANSIBLE_COLLECTIONS_PATH="$work/collections" ansible localhost -c local -i localhost, \
-  -m gpu_node.container_toolkit.nvidia_driver_info -a "host_root=$work/node")
-grep -q '"driver_root": "/home/kubernetes/bin/nvidia"' <<<"$out" || { echo "$out"; echo "installed module did not report the COS driver root" >&2; exit 1; }
-ANSIBLE_COLLECTIONS_PATH="$work/collections" ansible-doc -l gpu_node.container_toolkit
-echo "installed copy runs: ok"
+installed="$work/collections/ansible_collections/gpu_node/container_toolkit"
+listed=$(ansible-galaxy collection list gpu_node.container_toolkit --format json)
+python - "$installed" "$listed" <<'EOF'
+import json
+import os
+import sys
+
+installed, listed = sys.argv[1], json.loads(sys.argv[2])
+paths = [os.path.join(base, "gpu_node", "container_toolkit") for base, found in listed.items() if "gpu_node.container_toolkit" in found]
+if paths != [installed]:
+    sys.exit("Ansible finds gpu_node.container_toolkit at %s, want only %s" % (paths, installed))
+EOF
+for f in playbooks/site.yml playbooks/uninstall.yml roles/gpu_node/tasks/main.yml; do
+  [ -f "$installed/$f" ] || { echo "the tarball lacks $f" >&2; exit 1; }
+done
+ansible-doc -l gpu_node.container_toolkit >"$work/doc.txt"
+echo "ansible-doc lists $(wc -l <"$work/doc.txt") modules from the installed copy"
+
+node="$work/node"
+python "$repo/tests/support/fakenode.py" --layout cos --missing nvidiactl "$node" >/dev/null
+python - "$repo/tests/support" "$work/artifacts" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import toolkit_artifacts
+toolkit_artifacts.build_tree(sys.argv[2])
+EOF
+extra=$(printf '{"gpu_node_hosts": "localhost", "gpu_node_host_root": "%s", "gpu_node_toolkit_src": "%s", "gpu_node_containerd_restart_mode": "none"}' \
+  "$node" "$work/artifacts")
+config="$node/etc/containerd/config.toml"
+cp -p "$config" "$work/config.toml.orig"
+
+# Every entry under the node: type, mode, owner, size, mtime, device numbers, link target, content.
+snapshot() {
+  (cd "$1" && find . -printf '%p %y %m %U:%G %s %T@ %l\n' | LC_ALL=C sort &&
+    find . -type b -o -type c | LC_ALL=C sort | xargs -r stat -c '%n %t:%T' &&
+    find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum)
+}
+
+# play NAME PLAYBOOK [ARGS...]: runs it, keeps its output in $work/NAME.log, prints its recap line.
+play() {
+  local name=$1 playbook=$2; shift 2
+  local log="$work/$name.log"
+  if ! ansible-playbook -i localhost, -c local "$playbook" -e "$extra" "$@" >"$log" 2>&1; then
+    tail -n 60 "$log"
+    echo "$name: ansible-playbook $playbook failed" >&2
+    return 1
+  fi
+  recap=$(grep -E '^localhost +: ' "$log" | tail -n 1)
+  echo "$name: ${recap#*: }"
+}
+count() { sed -nE "s/.* $1=([0-9]+).*/\1/p" <<<"$recap"; }
+fail() { echo "$*" >&2; exit 1; }
+
+snapshot "$node" >"$work/before.txt"
+play check gpu_node.container_toolkit.site --check --diff
+[ "$(count changed)" -gt 0 ] || fail "--check predicted no changes on an unprovisioned node"
+snapshot "$node" >"$work/after-check.txt"
+if ! diff -u "$work/before.txt" "$work/after-check.txt" >"$work/check.diff"; then
+  head -n 40 "$work/check.diff"
+  fail "--check changed the node (diff above)"
+fi
+grep -q 'runtimes.nvidia' "$work/check.log" || fail "--check --diff did not preview the containerd edit"
+
+play converge gpu_node.container_toolkit.site
+[ "$(count changed)" -gt 0 ] || fail "the first run changed nothing"
+grep -q 'BinaryName = "/home/kubernetes/bin/nvidia/toolkit/nvidia-container-runtime"' "$config" ||
+  fail "containerd's config has no nvidia runtime after the first run"
+[ -e "$node/var/run/cdi/management.nvidia.com-gpu.yaml" ] || fail "no CDI spec after the first run"
+[ -c "$node/dev/nvidiactl" ] || fail "/dev/nvidiactl was not created"
+
+play idempotence gpu_node.container_toolkit.site
+[ "$(count changed)" -eq 0 ] || { grep -E '^changed:' "$work/idempotence.log" || true; fail "the second run was not idempotent"; }
+
+play uninstall gpu_node.container_toolkit.uninstall
+[ "$(count changed)" -gt 0 ] || fail "uninstall changed nothing"
+cmp "$work/config.toml.orig" "$config" || { diff -u "$work/config.toml.orig" "$config" || true; fail "uninstall did not restore config.toml byte for byte"; }
+[ ! -e "$node/var/run/cdi/management.nvidia.com-gpu.yaml" ] || fail "uninstall left the CDI spec"
+leftovers=""
+if [ -d "$node/home/kubernetes/bin/nvidia/toolkit" ]; then
+  leftovers=$(find "$node/home/kubernetes/bin/nvidia/toolkit" -mindepth 1 | head -n 5)
+fi
+[ -z "$leftovers" ] || fail "uninstall left files in the toolkit directory: $leftovers"
+echo "installed copy: check changed nothing, converged, idempotent, uninstall restored config.toml: ok"

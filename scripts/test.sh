@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: lint, pytest (unit + integration with real containerd and podman),
-# ansible-test sanity and units, molecule scenarios, the built collection installed offline, the oldest ansible-core
-# we claim (compat). `scripts/test.sh pytest lint` runs only those stages.
+# ansible-test sanity and units, molecule scenarios, the built collection installed offline and run, both ends of
+# the requirements.txt ranges (compat). `scripts/test.sh pytest lint` runs only those stages.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"

@@ -45,6 +45,8 @@ def params(**overrides):
 
 @pytest.fixture(params=["tomllib", "tomlkit"])
 def parser(request, monkeypatch):
+    if request.param == "tomllib" and toml_edit.tomllib is None:
+        pytest.skip("not applicable: no tomllib before Python 3.11")
     monkeypatch.setattr(toml_edit, "PARSER", request.param)
     return request.param
 

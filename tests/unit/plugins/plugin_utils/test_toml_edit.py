@@ -13,6 +13,8 @@ from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_ed
 
 @pytest.fixture(params=["tomllib", "tomlkit"], autouse=True)
 def parser(request, monkeypatch):
+    if request.param == "tomllib" and toml_edit.tomllib is None:
+        pytest.skip("not applicable: no tomllib before Python 3.11")
     monkeypatch.setattr(toml_edit, "PARSER", request.param)
     return request.param
 
