@@ -176,11 +176,8 @@ def _value_end(lines, index, pos):
                     line, pos = lines[index], 0
                 continue
             char = line[pos]
-            if char == '"':
-                _value, pos = _basic_string(line, pos)
-                continue
-            if char == "'":
-                pos = line.index("'", pos + 1) + 1
+            if char in "\"'":
+                pos = _after_string(line, pos)
                 continue
             if char in "[{":
                 depth += 1
@@ -717,17 +714,20 @@ def _trailing_comment(line):
     return value[len(value.rstrip(" \t")):] + stripped[pos + 1 + found:].rstrip()
 
 
+def _after_string(line, pos):
+    """The position after the one-line string (basic or literal) that starts at ``line[pos]``."""
+    if line[pos] == '"':
+        return _basic_string(line, pos)[1]
+    return line.index("'", pos + 1) + 1
+
+
 def _comment_start(text):
     pos = 0
     while pos < len(text):
-        char = text[pos]
-        if char == '"':
-            _value, pos = _basic_string(text, pos)
+        if text[pos] in "\"'":
+            pos = _after_string(text, pos)
             continue
-        if char == "'":
-            pos = text.index("'", pos + 1) + 1
-            continue
-        if char == "#":
+        if text[pos] == "#":
             return pos
         pos += 1
     return None
