@@ -76,7 +76,11 @@ def _restart_script(work, config, refuse):
     return script
 
 
-def _converge(node, work, socket, script, state="present", toolkit_src=""):
+def _converge(node, work, socket, script, state="present", toolkit_src=None):
+    if toolkit_src is None:
+        # gpu_node refuses to register runtimes whose binaries are not installed. The refusing
+        # restart script still finds them missing: it looks at their host paths on this machine.
+        toolkit_src = toolkit_artifacts.build_tree(work / "artifacts")
     extra = {
         "gpu_node_toolkit_src": str(toolkit_src),
         "gpu_node_hosts": "localhost", "gpu_node_host_root": str(node.root), "gpu_node_state": state,
