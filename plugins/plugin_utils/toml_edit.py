@@ -24,6 +24,8 @@ import json
 import math
 import re
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal
+
 try:
     import tomllib
 except ImportError:  # Python < 3.11: tomlkit parses instead
@@ -41,12 +43,12 @@ except ImportError:
     TOMLKIT_VERSION = None
 
 MIN_TOMLKIT = (0, 14)
-TAG = "gpu_node.container_toolkit"
-ADDED = "# %s: added" % TAG
-WAS = "# %s: was " % TAG
-BEGIN = "# %s: begin (state=absent removes the lines up to the end marker)" % TAG
-END = "# %s: end" % TAG
-_MARK_RE = re.compile(r"[ \t]*# " + re.escape(TAG) + r": (added|was (\".*\"))[ \t]*$")
+TAG = edit_journal.TAG
+ADDED = edit_journal.ADDED
+WAS = edit_journal.WAS
+BEGIN = edit_journal.BEGIN
+END = edit_journal.END
+_MARK_RE = edit_journal.MARK_RE
 
 
 class TomlEditError(ValueError):
@@ -656,40 +658,10 @@ class TomlDocument:
 
     def undo(self):
         """Give back the original lines of every journaled change; the text afterwards."""
-        out = []
-        lines = self.lines
-        index = 0
-        strip_newline_before = False
-        while index < len(lines):
-            line = lines[index]
-            body = line.rstrip("\r\n")
-            if body.strip() == BEGIN:
-                close = index
-                while close < len(lines) and lines[close].strip() != END:
-                    close += 1
-                if close >= len(lines):
-                    raise TomlEditError("%s, line %d: the block started by %r has no end marker %r; remove the "
-                                        "block by hand" % (self.name, index + 1, BEGIN, END))
-                if not lines[close].endswith("\n") and out:
-                    strip_newline_before = True
-                index = close + 1
-                continue
-            match = _MARK_RE.search(body)
-            if match and match.group(1) == "added":
-                if not line.endswith("\n") and out:
-                    strip_newline_before = True
-                index += 1
-                continue
-            if match:
-                original = json.loads(match.group(2))
-                out.append(original + line[len(body):])
-                index += 1
-                continue
-            out.append(line)
-            index += 1
-        if strip_newline_before and out and index >= len(lines):
-            out[-1] = out[-1].rstrip("\r\n")
-        text = "".join(out)
+        try:
+            text = edit_journal.undo_lines(self.lines, self.name)
+        except edit_journal.JournalError as exc:
+            raise TomlEditError(str(exc)) from None
         try:
             data = load(text, self.name)
         except TomlEditError:

@@ -1,0 +1,72 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpu_node.container_toolkit
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The journal this collection leaves in the files it edits, and how to give the original back.
+
+Standard library only, no I/O: the controller undoes edits with it (``plugin_utils.toml_edit``
+checks the result parses), and so can a node (``persist_files`` keeps the config provisioning
+started from on COS without reading it before the edit).
+
+A replaced line carries its original text in a trailing comment (``# gpu_node.container_toolkit:
+was "<json>"``), an inserted line carries ``# gpu_node.container_toolkit: added``, and inserted
+groups of lines sit between a ``begin`` and an ``end`` comment line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+TAG = "gpu_node.container_toolkit"
+ADDED = "# %s: added" % TAG
+WAS = "# %s: was " % TAG
+BEGIN = "# %s: begin (state=absent removes the lines up to the end marker)" % TAG
+END = "# %s: end" % TAG
+MARK_RE = re.compile(r"[ \t]*# " + re.escape(TAG) + r": (added|was (\".*\"))[ \t]*$")
+
+
+class JournalError(ValueError):
+    """The journal in a file is damaged; the message names the file and the line."""
+
+
+def has_journal(text):
+    """Whether ``text`` holds any journal entry (a file this collection edited)."""
+    return TAG + ":" in (text or "")
+
+
+def undo_lines(lines, name):
+    """The text ``lines`` (each with its line ending) had before the journaled edits."""
+    out = []
+    index = 0
+    strip_newline_before = False
+    while index < len(lines):
+        line = lines[index]
+        body = line.rstrip("\r\n")
+        if body.strip() == BEGIN:
+            close = index
+            while close < len(lines) and lines[close].strip() != END:
+                close += 1
+            if close >= len(lines):
+                raise JournalError("%s, line %d: the block started by %r has no end marker %r; remove the "
+                                   "block by hand" % (name, index + 1, BEGIN, END))
+            if not lines[close].endswith("\n") and out:
+                strip_newline_before = True
+            index = close + 1
+            continue
+        match = MARK_RE.search(body)
+        if match and match.group(1) == "added":
+            if not line.endswith("\n") and out:
+                strip_newline_before = True
+        elif match:
+            out.append(json.loads(match.group(2)) + line[len(body):])
+        else:
+            out.append(line)
+        index += 1
+    if strip_newline_before and out:
+        out[-1] = out[-1].rstrip("\r\n")
+    return "".join(out)
+
+
+def undo_text(text, name):
+    """:func:`undo_lines` for a whole text."""
+    return undo_lines((text or "").splitlines(True), name)
