@@ -15,5 +15,6 @@ sanity:
 bench:
 	scripts/bench.sh
 
-clean:
+clean:  ## everything the two commands made: .cache, .venv and the podman run root of molecule/debian-systemd
 	rm -rf .cache .venv build tests/output
+	rm -rf "$$(molecule/debian-systemd/podman.sh --print-settings | sed -n 's|^runroot=\(/[a-z]*/gpn-podman-[0-9a-f]*\)/run$$|\1|p')"

@@ -1,85 +1,190 @@
-"""Fleet benchmark: playbooks/site.yml against N simulated COS nodes at once.
+"""Fleet benchmark: playbooks/site.yml against N simulated COS nodes, next to the floor Ansible itself sets.
 
-Each node is a fake COS node directory used as gpu_node_host_root, reached over the local
-connection (so the figures measure the collection and Ansible, not SSH). containerd restarts are
-counted by a restart command that appends to a file on the node. Prints a table.
-Goal on a 2-core machine: 50 nodes converge <= 60 s; no-op re-run <= 30 s, changed=0, 0 restarts.
+In one run and on one inventory, for each node count: plays of 1, 7 and 10 ``ansible.builtin.ping``
+tasks (the floor), then ``site.yml`` converge and ``site.yml`` no-op re-run, each as wall seconds,
+with tasks per host, module executions per host and the most module executions of one task run
+(counted by benchmarks/callback_plugins/fleet_counter.py, which says how), tasks changed and
+containerd restarts (a restart command that appends to a file on the node).
 
-Run as root: .venv/bin/python benchmarks/fleet.py [--nodes 1 10 50] [--forks 25]
+Nodes are fake COS node directories (tests/support/fakenode.py) used as gpu_node_host_root, reached
+over the local connection, or with ``--connection ssh`` over OpenSSH: one sshd on 127.0.0.2,
+127.0.0.3, ... (tests/support/sshd.py; needs Debian's openssh-server), one address per node, with
+ControlPersist (sockets in a short temp dir) and pipelining on unless ``--pipelining off``.
+
+Goals (issue 12), printed next to the figures: the no-op re-run no slower than the 7-ping play, with
+changed=0 and no restart; converge no slower than the 10-ping play; on a no-op run no task executes a
+module on the node more than once.
+
+Run as root: .venv/bin/python benchmarks/fleet.py [--nodes 10 50] [--forks 25] [--connection local|ssh]
+[--pipelining on|off]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "tests" / "support")]
 
 import fakenode  # noqa: E402
+import sshd  # noqa: E402
 import toolkit_artifacts  # noqa: E402
 from ansible_runner import recap, run_playbook  # noqa: E402
 
-
-def write_inventory(path, nodes, artifacts):
-    lines = ["[gpu_nodes]"]
-    for index, node in enumerate(nodes):
-        lines.append("node%03d ansible_connection=local gpu_node_host_root=%s" % (index, node.root))
-    lines += [
-        "",
-        "[gpu_nodes:vars]",
-        "gpu_node_toolkit_src=%s" % artifacts,
-        "gpu_node_containerd_restart_mode=command",
-        "gpu_node_containerd_restart_command='echo restart >> {{ gpu_node_host_root }}/containerd-restarts'",
-        "containerd_health_command='true %s'",
-    ]
-    path.write_text("\n".join(lines) + "\n")
+CALLBACKS = REPO / "benchmarks" / "callback_plugins"
+PINGS = (1, 7, 10)
 
 
-def restarts(nodes):
+def group_vars(artifacts, work):
+    return {
+        "gpu_node_toolkit_src": str(artifacts),
+        "gpu_node_containerd_restart_mode": "command",
+        "gpu_node_containerd_restart_command": "echo restart >> %s/restarts-{{ inventory_hostname }}" % work,
+        "containerd_health_command": "true %s",
+    }
+
+
+def write_inventory(path, nodes, variables, server=None):
+    roots = [node.root for node in nodes]
+    if server is not None:
+        return server.write_inventory(path, roots, group_vars=variables)
+    hosts = {"node%03d" % index: {"ansible_connection": "local", "gpu_node_host_root": str(root)}
+             for index, root in enumerate(roots)}
+    path.write_text(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": hosts, "vars": variables}}}},
+                                   sort_keys=False))
+    return path
+
+
+def ping_playbook(path, count):
+    path.write_text(yaml.safe_dump([{
+        "name": "Floor: %d ping tasks" % count, "hosts": "gpu_nodes", "gather_facts": False,
+        "tasks": [{"name": "Ping %d" % (i + 1), "ansible.builtin.ping": {}} for i in range(count)],
+    }], sort_keys=False))
+    return path
+
+
+def restarts(work, hosts):
     total = 0
-    for node in nodes:
-        log = node.root / "containerd-restarts"
+    for host in hosts:
+        log = work / ("restarts-" + host)
         total += len(log.read_text().splitlines()) if log.exists() else 0
     return total
 
 
-def run(count, forks, work):
+def play(label, playbook, inventory, forks, env, work, hosts):
+    counts_file = work / ("counts-%s.json" % label.replace(" ", "-"))
+    run_env = dict(env, ANSIBLE_CALLBACK_PLUGINS=str(CALLBACKS), ANSIBLE_CALLBACKS_ENABLED="fleet_counter",
+                   GPU_NODE_FLEET_COUNTS=str(counts_file))
+    before = restarts(work, hosts)
+    start = time.perf_counter()
+    proc = run_playbook(playbook, inventory=str(inventory), extra_args=["-f", str(forks)], env=run_env)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        print(proc.stdout[-4000:], proc.stderr[-3000:])
+        raise SystemExit("%s failed on %d nodes" % (label, len(hosts)))
+    totals = recap(proc.stdout)
+    counts = json.loads(counts_file.read_text())
+    per_host = counts["hosts"].values()
+    modules = [c["modules"] for c in per_host]
+    return {
+        "run": label, "wall": elapsed, "changed": sum(t["changed"] for t in totals.values()),
+        "restarts": restarts(work, hosts) - before,
+        "tasks": sum(c["tasks"] for c in per_host) / len(hosts),
+        "modules": None if None in modules else sum(modules) / len(hosts),
+        "max_modules": counts["max_modules_per_task"],
+        "worst": counts["worst_task"],
+    }
+
+
+def measure(count, forks, connection, pipelining, work):
     nodes = [fakenode.build_node(work / ("node%03d" % i), "cos") for i in range(count)]
+    hosts = ["node%03d" % i for i in range(count)]
     artifacts = toolkit_artifacts.build_tree(work / "artifacts")
-    inventory = work / "inventory.ini"
-    write_inventory(inventory, nodes, artifacts)
-    figures = []
-    for label in ("converge", "no-op"):
-        before = restarts(nodes)
-        start = time.perf_counter()
-        proc = run_playbook(REPO / "playbooks" / "site.yml", inventory=str(inventory), extra_args=["-f", str(forks)])
-        elapsed = time.perf_counter() - start
-        totals = recap(proc.stdout)
-        if proc.returncode != 0:
-            print(proc.stdout[-3000:], proc.stderr[-3000:])
-            raise SystemExit("site.yml failed on %d nodes" % count)
-        figures.append((label, elapsed, sum(t["changed"] for t in totals.values()), restarts(nodes) - before))
-    return figures
+    variables = group_vars(artifacts, work)
+    server = None
+    env = {}
+    try:
+        if connection == "ssh":
+            server = sshd.SshServer(count, work=work / "sshd").start()
+            control = Path(tempfile.mkdtemp(prefix="cp-", dir="/tmp"))
+            env = sshd.ssh_env(control, pipelining)
+        inventory = write_inventory(work / "inventory.yml", nodes, variables, server)
+        figures = []
+        for pings in PINGS:
+            book = ping_playbook(work / ("ping-%d.yml" % pings), pings)
+            figures.append(play("%d-ping" % pings, book, inventory, forks, env, work, hosts))
+        site = REPO / "playbooks" / "site.yml"
+        figures.append(play("converge", site, inventory, forks, env, work, hosts))
+        figures.append(play("no-op", site, inventory, forks, env, work, hosts))
+        return figures
+    finally:
+        if server is not None:
+            server.close_masters(control)
+            server.stop()
+            shutil.rmtree(control, ignore_errors=True)
+
+
+def goals(figures):
+    """The issue's goals, each as (text, met)."""
+    by_run = {f["run"]: f for f in figures}
+    noop, converge = by_run["no-op"], by_run["converge"]
+    floor7, floor10 = by_run["7-ping"]["wall"], by_run["10-ping"]["wall"]
+    return {
+        "converge": ("<= 10-ping (%.1f s)" % floor10, converge["wall"] <= floor10),
+        "no-op": ("<= 7-ping (%.1f s), changed=0, restarts=0, max modules/task 1" % floor7,
+                  noop["wall"] <= floor7 and noop["changed"] == 0 and noop["restarts"] == 0
+                  and noop["max_modules"] is not None and noop["max_modules"] <= 1),
+    }
+
+
+ROW = "%6s  %-9s %8s %11s %13s %10s %8s %9s  %s"
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("--nodes", type=int, nargs="+", default=[1, 10, 50])
+    parser.add_argument("--nodes", type=int, nargs="+", default=[10, 50])
     parser.add_argument("--forks", type=int, default=25)
+    parser.add_argument("--connection", choices=["local", "ssh"], default="local")
+    parser.add_argument("--pipelining", choices=["on", "off"], default="on", help="with --connection ssh")
+    parser.add_argument("--keep", action="store_true", help="keep the nodes and inventories (path printed)")
     args = parser.parse_args()
-    print("%6s  %-9s %9s %14s %9s" % ("nodes", "run", "wall (s)", "tasks changed", "restarts"))
+    if args.connection == "ssh":
+        problem = sshd.missing_prerequisite()
+        if problem:
+            parser.error(problem)
+    how = args.connection + (" (pipelining %s, ControlPersist)" % args.pipelining if args.connection == "ssh" else "")
+    print("fleet benchmark: connection %s, forks %d" % (how, args.forks))
+    print(ROW % ("nodes", "run", "wall (s)", "tasks/host", "modules/host", "max mod/task", "changed", "restarts", "goal"))
+    worst_noop = []
     for count in args.nodes:
-        work = Path(tempfile.mkdtemp(prefix="gpu-node-fleet-"))
+        work = Path(tempfile.mkdtemp(prefix="fleet-", dir="/tmp"))
         try:
-            for label, elapsed, changed, restart_count in run(count, args.forks, work):
-                print("%6d  %-9s %9.1f %14d %9d" % (count, label, elapsed, changed, restart_count))
+            figures = measure(count, args.forks, args.connection, args.pipelining == "on", work)
+            met = goals(figures)
+            for f in figures:
+                goal = met.get(f["run"])
+                print(ROW % (count, f["run"], "%.1f" % f["wall"], "%.1f" % f["tasks"],
+                             "-" if f["modules"] is None else "%.1f" % f["modules"],
+                             "-" if f["max_modules"] is None else f["max_modules"], f["changed"], f["restarts"],
+                             "" if goal is None else "%s: %s" % (goal[0], "met" if goal[1] else "NOT met")))
+                if f["run"] == "no-op" and f["worst"] and (f["max_modules"] or 0) > 1:
+                    worst_noop.append((count, f["worst"]))
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            if args.keep:
+                print("kept %s" % work)
+            else:
+                shutil.rmtree(work, ignore_errors=True)
+    for count, worst in worst_noop:
+        print("%d nodes, no-op: the task with the most module executions is %r: %s"
+              % (count, worst["name"], ", ".join(worst["modules"])))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,18 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/env.sh
 . "$repo/scripts/env.sh"
 
+# ansible-test keeps its sanity venvs and its pip bootstrap under ~/.ansible/test, whatever
+# ANSIBLE_HOME says, and runs pip with only HOME and PATH from the environment: it gets a home of
+# its own under .cache/, where pip's configuration is a link to the user's (index, proxy).
+export HOME="$repo/.cache/ansible-test-home"
+mkdir -p "$HOME/.config" "$HOME/.pip"
+if [ -d "$XDG_CONFIG_HOME/pip" ] && [ ! -e "$HOME/.config/pip" ]; then
+  ln -s "$XDG_CONFIG_HOME/pip" "$HOME/.config/pip"
+fi
+if [ -f "${PIP_CONFIG_FILE:-}" ] && [ ! -e "$HOME/.pip/pip.conf" ]; then
+  ln -s "$PIP_CONFIG_FILE" "$HOME/.pip/pip.conf"
+fi
+
 pip_version=$(python -c '
 from ansible_test._internal.python_requirements import get_venv_packages
 class Python:

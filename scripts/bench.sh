@@ -3,9 +3,9 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo" || exit 1
-scripts/venv.sh
 # shellcheck source=scripts/env.sh
 . scripts/env.sh
+scripts/venv.sh
 for bench in benchmarks/*.py; do
   echo "=== $bench"
   python "$bench"

@@ -24,9 +24,11 @@ read -r -a runs <<<"${COMPAT_RUNS:-newest oldest}"
 pip_opts=(--quiet --disable-pip-version-check)
 mkdir -p "$cache"
 
-# Test-only packages, with the project's own pins (grpcio for the CRI client the containerd tests use).
-mapfile -t test_pkgs < <(sed -n -E 's/[[:space:]]*#.*//; /^(pytest|jsonschema|grpcio|grpcio-tools)[[:space:]]*[<>=!~]/p' requirements-test.txt)
-[ ${#test_pkgs[@]} -eq 4 ] || { echo "compat: expected pytest, jsonschema, grpcio, grpcio-tools in requirements-test.txt, found: ${test_pkgs[*]}" >&2; exit 1; }
+# Test-only packages, with the project's own pins (grpcio for the CRI client the containerd tests
+# use, which requirements-test.txt takes from requirements-demo.txt).
+mapfile -t test_pkgs < <(cat requirements-test.txt requirements-demo.txt |
+  sed -n -E 's/[[:space:]]*#.*//; /^(pytest|jsonschema|grpcio|grpcio-tools)[[:space:]]*[<>=!~]/p')
+[ ${#test_pkgs[@]} -eq 4 ] || { echo "compat: expected pytest, jsonschema, grpcio, grpcio-tools in requirements-test.txt and requirements-demo.txt, found: ${test_pkgs[*]}" >&2; exit 1; }
 
 # Every range needs a lower bound, and the constraints file must pin exactly that bound.
 python3 - requirements.txt "$constraints" <<'EOF' || exit 1

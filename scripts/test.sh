@@ -2,23 +2,56 @@
 # The whole test suite: lint, pytest (unit + integration with real containerd and podman),
 # ansible-test sanity and units, molecule scenarios, the built collection installed offline and run, both ends of
 # the requirements.txt ranges (compat). `scripts/test.sh pytest lint` runs only those stages.
+#
+# Each stage runs with HOME set to an empty directory of its own, and fails when it leaves anything
+# there: the suite writes only in the checkout, .cache/ and temp dirs (scripts/env.sh points the
+# tools there and keeps them reading the user's own configuration). home_known lists what a stage
+# may still leave, each with its reason; it goes away with the throwaway directory.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(lint pytest ansible-test molecule build compat)
 
-scripts/system-deps.sh
-scripts/venv.sh
 # shellcheck source=scripts/env.sh
 . scripts/env.sh
+scripts/system-deps.sh scripts/apt-packages-demo.txt scripts/apt-packages.txt
+scripts/venv.sh requirements-test.txt
+
+home_known=(
+  # Where rustup is installed, pip runs `rustc --version` for its User-Agent, and rustup's rustc
+  # proxy writes ~/.rustup/settings.toml into a home that has none.
+  .rustup
+)
+
+# home_left DIR: what a stage left in its throwaway home, a few paths per entry, known ones excepted.
+home_left() {
+  local entry known skip
+  for entry in "$1"/* "$1"/.[!.]* "$1"/..?*; do
+    [ -e "$entry" ] || [ -L "$entry" ] || continue
+    skip=0
+    for known in "${home_known[@]}"; do
+      [ "${entry##*/}" = "$known" ] && skip=1
+    done
+    [ $skip -eq 1 ] || find "$entry" -maxdepth 2 | head -n 5
+  done
+}
 
 failed=()
 run_stage() {
   local name=$1; shift
-  local start=$SECONDS
+  local start=$SECONDS stage_home left line ok=1
+  stage_home=$(mktemp -d "${TMPDIR:-/tmp}/gpu-node-home.XXXXXX")
   echo "=== $name"
-  if "$@"; then
+  HOME=$stage_home "$@" || ok=0
+  left=$(home_left "$stage_home")
+  if [ -n "$left" ]; then
+    echo "=== $name wrote into HOME (an empty $stage_home while it ran), outside the checkout and .cache/:"
+    while IFS= read -r line; do echo "    $line"; done <<<"$left"
+    ok=0
+  fi
+  rm -rf "$stage_home"
+  if [ $ok -eq 1 ]; then
     echo "=== $name: ok ($((SECONDS - start)) s)"
   else
     echo "=== $name: FAILED ($((SECONDS - start)) s)"

@@ -1,20 +1,53 @@
 #!/usr/bin/env bash
-# Create (or refresh) the project's virtual environment in .venv and link the collection
-# where Ansible finds it. Idempotent: reinstalls only when a requirements file changed.
+# Create (or refresh) the project's virtual environment in .venv and link the collection where
+# Ansible finds it: scripts/venv.sh [REQUIREMENTS] (default requirements-test.txt; `make demo`
+# uses requirements-demo.txt). Idempotent: installs again only when the requirement files named,
+# with those they include (-r), changed. The demo and the tests share .venv: each set has its own
+# stamp, and the test set includes the demo's, so the tests install theirs on top.
+# pip's whole output goes to .cache/logs/pip-<file>.log; the terminal gets the packages it
+# collects and installs, and the log's tail when pip fails.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 venv="$repo/.venv"
 req="${1:-requirements-test.txt}"
 python=${PYTHON:-python3}
 
+# included FILE: FILE and the requirement files it includes, recursively (paths relative to it).
+included() {
+  local file=$1 inc
+  echo "$file"
+  while read -r inc; do
+    included "$(dirname "$file")/$inc"
+  done < <(sed -n -E 's/^[[:space:]]*(-r|--requirement)[[:space:]=]+([^[:space:]#]+).*/\2/p' "$file")
+}
+
 if [ ! -x "$venv/bin/python" ]; then
+  echo "creating the virtual environment $venv ($("$python" --version 2>&1))..."
   "$python" -m venv "$venv"
 fi
-stamp="$venv/.installed-$(cat "$repo/requirements.txt" "$repo/$req" | sha256sum | cut -c1-16)"
+mapfile -t files < <(included "$repo/$req")
+stamp="$venv/.installed-$(cat "${files[@]}" | sha256sum | cut -c1-16)"
 if [ ! -e "$stamp" ]; then
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$repo/$req"
+  log_dir=$repo/.cache/logs
+  log=$log_dir/pip-$(basename "${req%.txt}").log
+  mkdir -p "$log_dir"
+  : >"$log"
+  start=$SECONDS
+  echo "installing Python packages from $req into .venv (full output: $log)..."
+  # pip_step COMMAND...: pip with its output in the log, showing what it collects and installs.
+  pip_step() {
+    if ! "$venv/bin/python" -m pip "$@" --disable-pip-version-check --progress-bar off 2>&1 | tee -a "$log" |
+      { sed -n -u -E -e 's/^Collecting ([^ ]+).*/  collecting \1/p' -e 's/^(Successfully installed .*)/  \1/p' \
+          -e 's/^(ERROR: .*)/  \1/p'; }; then
+      echo "venv: pip $1 failed; the last lines of $log:" >&2
+      tail -n 30 "$log" >&2
+      exit 1
+    fi
+  }
+  pip_step install --upgrade pip
+  pip_step install -r "$repo/$req"
   touch "$stamp"
+  echo "Python packages from $req installed in $((SECONDS - start)) s"
 fi
 
 link="$repo/.cache/collections/ansible_collections/gpu_node/container_toolkit"

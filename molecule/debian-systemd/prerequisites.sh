@@ -7,7 +7,8 @@
 #     Debian's containerd and runc, imported into this scenario's podman storage (see podman.sh)
 #     and never pulled from a registry. Its tag is a hash of the recipe below; changing the recipe
 #     builds a new image, and older images and trees are removed. molecule.yml names the image by
-#     its second tag, `current`.
+#     its second tag, `current`. debootstrap's progress (some 600 `I:` lines) goes to
+#     .cache/molecule/debian-systemd/debootstrap.log, whose tail is printed when it fails.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -16,13 +17,26 @@ repo=$(cd "$here/../.." && pwd)
 podman=$here/podman.sh
 cache=$repo/.cache/molecule/debian-systemd
 
+# While a step's output goes to $step_log, a failure prints that log's tail.
+step_log=""
+scratch=()
+on_exit() {
+  local rc=$?
+  if [ "$rc" -ne 0 ] && [ -n "$step_log" ] && [ -f "$step_log" ]; then
+    echo "--- debian-systemd: failed; the last lines of $step_log:" >&2
+    tail -n 40 "$step_log" >&2
+  fi
+  [ ${#scratch[@]} -eq 0 ] || rm -rf "${scratch[@]}"
+}
+trap on_exit EXIT
+
 # --- containers.podman -------------------------------------------------------------------------
 ansible_pkg=ansible==12.3.0
 collection=$ANSIBLE_COLLECTIONS_PATH/ansible_collections/containers/podman
 if [ ! -f "$collection/MANIFEST.json" ]; then
-  echo "--- debian-systemd: containers.podman from $ansible_pkg"
+  echo "--- debian-systemd: containers.podman from $ansible_pkg (pip download of a wheel of about 50 MB)"
   wheels=$(mktemp -d)
-  trap 'rm -rf "$wheels"' EXIT
+  scratch+=("$wheels")
   python -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
     --dest "$wheels" "$ansible_pkg"
   rm -rf "$collection.tmp"
@@ -77,20 +91,34 @@ recipe_hash=$( {
 image=localhost/gpu-node-debian-systemd:$recipe_hash
 tarball=$cache/rootfs-$recipe_hash.tar
 
+# podman.sh used to keep vfs/, run/ and tmp/ under .cache/molecule/podman; it now keeps storage/
+# there and its run root outside the checkout. The old storage's database names the old run
+# root, which podman refuses: remove it (the image is imported again from the cached tarball).
+state=$("$podman" --print-settings | sed -n 's|^root=\(.*\)/storage$|\1|p')
+[ -n "$state" ] || { echo "--- debian-systemd: podman.sh --print-settings names no storage" >&2; exit 1; }
+for old in vfs run tmp; do
+  if [ -d "$state/$old" ]; then rm -rf "${state:?}/$old"; fi
+done
+
 if ! "$podman" image exists "$image"; then
   mkdir -p "$cache"
   if [ ! -f "$tarball" ]; then
-    command -v debootstrap >/dev/null || {
-      apt-get update -qq
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
-    }
-    echo "--- debian-systemd: debootstrap $suite with $packages"
+    if ! command -v debootstrap >/dev/null; then
+      step_log=$cache/apt.log
+      echo "--- debian-systemd: installing debootstrap (log: $step_log)"
+      { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap; } >"$step_log" 2>&1
+    fi
+    step_log=$cache/debootstrap.log
+    echo "--- debian-systemd: debootstrap $suite with $packages from $mirror (about a minute; log: $step_log)"
+    start=$SECONDS
     tree=$cache/rootfs-$recipe_hash.tmp
     rm -rf "$tree"
-    build_tree "$tree"
+    build_tree "$tree" >"$step_log" 2>&1
+    step_log=""
     tar --numeric-owner --xattrs -C "$tree" -cf "$tarball.tmp" .
     mv "$tarball.tmp" "$tarball"
     rm -rf "$tree"
+    echo "--- debian-systemd: root filesystem built in $((SECONDS - start)) s ($(du -m "$tarball" | cut -f1) MB)"
   fi
   echo "--- debian-systemd: podman import $image"
   "$podman" import --quiet --change "$import_change" "$tarball" "$image" >/dev/null

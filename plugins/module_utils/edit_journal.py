@@ -9,7 +9,8 @@ started from on COS without reading it before the edit).
 
 A replaced line carries its original text in a trailing comment (``# gpu_node.container_toolkit:
 was "<json>"``), an inserted line carries ``# gpu_node.container_toolkit: added``, and inserted
-groups of lines sit between a ``begin`` and an ``end`` comment line.
+groups of lines sit between a ``begin`` and an ``end`` comment line. A file this collection
+created from nothing opens with a ``created`` line naming the directories the write created.
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ WAS = "# %s: was " % TAG
 BEGIN = "# %s: begin (state=absent removes the lines up to the end marker)" % TAG
 END = "# %s: end" % TAG
 MARK_RE = re.compile(r"[ \t]*# " + re.escape(TAG) + r": (added|was (\".*\"))[ \t]*$")
+# Opens a file this collection created from nothing: state=absent removes the file when nothing
+# else is left in it, and then the directories the write created (a JSON list of host paths), each
+# only when it is empty.
+CREATED = "# %s: created" % TAG
+CREATED_RE = re.compile(r"^# " + re.escape(TAG) + r": created\b[^\n\[]*(\[[^\n]*\])[ \t]*$", re.M)
 
 
 class JournalError(ValueError):
@@ -32,6 +38,27 @@ class JournalError(ValueError):
 def has_journal(text):
     """Whether ``text`` holds any journal entry (a file this collection edited)."""
     return TAG + ":" in (text or "")
+
+
+def created_line(dirs):
+    """The first line of a file this collection creates; ``dirs``: the host paths of the directories
+    that writing it creates (outermost first), for state=absent to remove again when empty."""
+    return "%s; state=absent removes this file when nothing else is in it, then these directories when " \
+           "empty: %s" % (CREATED, json.dumps(list(dirs)))
+
+
+def created_record(text):
+    """``(line, dirs)`` when ``text`` holds the :func:`created_line`, else None."""
+    match = CREATED_RE.search(text or "")
+    if not match:
+        return None
+    try:
+        dirs = json.loads(match.group(1))
+    except ValueError:
+        return None
+    if not isinstance(dirs, list) or not all(isinstance(d, str) and d.startswith("/") for d in dirs):
+        return None
+    return match.group(0), dirs
 
 
 def undo_lines(lines, name):
@@ -54,7 +81,7 @@ def undo_lines(lines, name):
             index = close + 1
             continue
         match = MARK_RE.search(body)
-        if match and match.group(1) == "added":
+        if (match and match.group(1) == "added") or CREATED_RE.match(body):
             if not line.endswith("\n") and out:
                 strip_newline_before = True
         elif match:

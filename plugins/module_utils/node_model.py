@@ -65,6 +65,15 @@ def host_path_of(host_root, path_on_node):
     return normalize_host_path(path[len(root):])
 
 
+def os_release_id(text):
+    """The ``ID`` of an os-release file's text, unquoted and lower-cased; ``""`` when there is none."""
+    for line in (text or "").splitlines():
+        name, sep, value = line.strip().partition("=")
+        if sep and name == "ID":
+            return value.strip().strip("\"'").lower()
+    return ""
+
+
 def join_host(base, *parts):
     """Join host path ``base`` with relative parts, keeping the result a host path."""
     return normalize_host_path(posixpath.join(normalize_host_path(base), *[p.lstrip("/") for p in parts]))

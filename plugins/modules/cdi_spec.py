@@ -46,6 +46,11 @@ options:
   state:
     description:
       - V(present) writes the spec; V(absent) removes the file at O(path).
+      - A YAML spec records in its header (a C(created_dirs) comment line) the directories that writing this
+        collection's specs there created (C(/var/run/cdi) on a node that had none); the other specs of
+        this collection in the same directory record them too. V(absent) removes them, each only when
+        it is empty, so the last spec to go takes them. A JSON spec has no comments and records none, so
+        its directories stay.
     type: str
     choices: [present, absent]
     default: present
@@ -201,6 +206,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+removed_dirs:
+  description: O(state=absent) - the directories recorded as created for this collection's specs that were empty and removed.
+  returned: when O(state=absent) removed a spec (not in check mode)
+  type: list
+  elements: str
+  sample: [/var/run/cdi]
 path:
   description: Host path of the spec file.
   returned: always
@@ -361,6 +372,52 @@ def read_existing(module, on_node):
         module.fail_json(msg="cannot read %s: %s" % (on_node, to_native(exc)))
 
 
+def dirs_to_make(host_root, on_node):
+    """Host paths of the directories writing ``on_node`` creates, outermost first."""
+    missing = []
+    current = os.path.dirname(on_node)
+    root = os.path.normpath(node_model.node_path(host_root, "/"))
+    while current != root and not os.path.lexists(current):
+        missing.append(node_model.host_path_of(host_root, current))
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    return list(reversed(missing))
+
+
+def sibling_records(on_node):
+    """What the other specs of this collection next to ``on_node`` record as created directories."""
+    directory, own = os.path.split(on_node)
+    records = []
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return records
+    for name in names:
+        if name == own or not name.endswith(cdi.SPEC_SUFFIXES):
+            continue
+        try:
+            with open(os.path.join(directory, name), "rb") as handle:
+                head = to_text(handle.read(4096), errors="surrogate_or_replace")
+        except OSError:
+            continue
+        records.append(cdi.recorded_created_dirs(head))
+    return records
+
+
+def remove_empty_dirs(host_root, dirs):
+    """rmdir each of ``dirs`` (host paths), deepest first, when it is empty; the ones removed."""
+    removed = []
+    for directory in sorted(dirs, key=lambda d: (-d.count("/"), d)):
+        try:
+            os.rmdir(node_model.node_path(host_root, directory))
+        except OSError:
+            continue  # not empty, not there, or not ours to force
+        removed.append(directory)
+    return removed
+
+
 def write_atomically(module, on_node, data):
     directory = os.path.dirname(on_node)
     try:
@@ -413,6 +470,8 @@ def main():
                     os.unlink(on_node)
                 except OSError as exc:
                     module.fail_json(msg="cannot remove %s: %s" % (on_node, to_native(exc)), **result)
+                # The directories made for this collection's specs go with the last of them.
+                result["removed_dirs"] = remove_empty_dirs(params["host_root"], cdi.recorded_created_dirs(before_text))
         module.exit_json(**result)
 
     try:
@@ -434,7 +493,10 @@ def main():
         module.fail_json(msg=str(exc), **dict(result, **exc.details))
     for warning in cdi.same_kind_warnings(path, spec["kind"], other_specs(params["host_root"], on_node)):
         module.warn(warning)
-    text = cdi.render(spec, fmt, facts)
+    spec_dir = node_model.host_path_of(params["host_root"], os.path.dirname(on_node))
+    created_dirs = cdi.created_dirs_for(spec_dir, dirs_to_make(params["host_root"], on_node),
+                                        cdi.recorded_created_dirs(before_text), sibling_records(on_node))
+    text = cdi.render(spec, fmt, facts, created_dirs)
     data = to_bytes(text)
     result.update(
         format=fmt, kind=spec["kind"], cdi_version=spec["cdiVersion"], devices=cdi.qualified_names(spec),

@@ -169,8 +169,19 @@ options:
     default: present
   backup:
     description:
-      - Keep a timestamped copy of a file before it is replaced; its path is returned in
-        RV(backup_file).
+      - Keep a timestamped copy of a file before it is replaced; RV(backup_files) maps each file
+        written to its copy, and RV(backup_file) is the root config's copy.
+    type: bool
+    default: false
+  remove_backups:
+    description:
+      - With O(state=absent), also remove the copies that O(backup) made of O(path) and O(drop_in)
+        while they held this module's edits, so that nothing of the provisioning is left behind.
+      - A copy counts when it sits next to its file, is named as Ansible names backups
+        (C(<name>.<pid>.<YYYY-MM-DD@HH:MM:SS>~)), and either holds this module's comments (a copy of
+        an edited file) or holds exactly the text the file is given back (the copy the first edit
+        made of the original, which is the file again). Any other file is left alone.
+      - A copy that this run makes itself (O(backup=true)) is kept.
     type: bool
     default: false
   validate:
@@ -183,8 +194,11 @@ notes:
   - Files are touched at O(host_root) joined with their host path; paths written into the
     config (C(BinaryName), C(imports)) are host paths and never contain O(host_root).
   - The file's mode and owner are kept; a new file gets the default mode of M(ansible.builtin.copy).
-  - O(state=absent) on a file that this module created from nothing leaves it empty rather than
-    removing it; a blank file (only whitespace) also comes back empty, and comments in it are kept.
+  - A file this module creates from nothing opens with a C(gpu_node.container_toolkit) C(created) comment
+    naming the directories the write created. O(state=absent) removes such a file when nothing else
+    is left in it once the edits are undone, without a backup (nothing in it was anyone else's),
+    and then those directories, each only when it is empty. A file that existed before, even a
+    blank one, gets its original bytes back and stays.
   - An unchanged re-run parses the file once (with Python's C(tomllib), else C(tomlkit)) and
     writes nothing.
 seealso:
@@ -269,14 +283,35 @@ symlinks:
   elements: str
   sample: ["/etc/containerd/config.toml is a symlink; edited its target /home/containerd/config.toml"]
 backup_file:
-  description: Host path of the backup copy (of the first file backed up).
-  returned: when O(backup=true) and a file was replaced
+  description:
+    - Host path of the backup copy of the root config, RV(path). Never a drop-in's backup; those
+      are in RV(backup_files).
+  returned: when O(backup=true) and RV(path) was replaced
   type: str
   sample: /etc/containerd/config.toml.12345.2024-01-01@10:00:00~
 backup_files:
-  description: Host paths of the backup copies, when more than one file was backed up (drop-in mode).
-  returned: when more than one backup was made
+  description:
+    - Each file this run wrote (RV(path), RV(drop_in)), mapped to the host path of its backup copy, or
+      to null when the file did not exist before (this run created it; to roll back, remove it).
+    - To roll back, restore each file from its own backup and remove those mapped to null. A drop-in
+      removed by O(state=absent) is not listed.
+  returned: when O(backup=true) and a file was written
+  type: dict
+  sample:
+    /etc/containerd/config.toml: /etc/containerd/config.toml.1.2024-01-01@10:00:00~
+    /etc/containerd/conf.d/99-nvidia.toml: null
+removed_dirs:
+  description:
+    - O(state=absent) - the directories that this module created for the files it removed, and
+      removed again because they were empty. Empty in check mode.
+  returned: when O(state=absent) removed a file this module created
   type: list
   elements: str
-  sample: [/etc/containerd/conf.d/99-nvidia.toml.1.2024-01-01@10:00:00~, /etc/containerd/config.toml.1.2024-01-01@10:00:00~]
+  sample: [/etc/containerd]
+removed_backups:
+  description: Host paths of the backup copies O(remove_backups) removed (would remove, in check mode).
+  returned: when O(remove_backups=true) and O(state=absent)
+  type: list
+  elements: str
+  sample: [/etc/containerd/config.toml.4242.2024-01-01@10:00:00~]
 """

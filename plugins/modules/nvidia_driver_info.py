@@ -249,6 +249,21 @@ mig_minors:
   returned: success
   type: dict
   sample: {"gpu0/gi1/access": 12}
+os_release_id:
+  description:
+    - The C(ID) from C(<host_root>/etc/os-release) (else C(<host_root>/usr/lib/os-release)), lower
+      case, for choosing platform defaults without gathering facts; empty when neither file has one.
+  returned: always
+  type: str
+  sample: cos
+systemd_running:
+  description:
+    - Whether systemd is PID 1 where the module runs (C(/run/systemd/system) is a directory), that is
+      whether C(systemctl) can restart services there. Looked up on the machine running the module,
+      not under O(host_root).
+  returned: always
+  type: bool
+  sample: true
 kernel_module_loaded:
   description:
     - Whether the C(nvidia) kernel module is loaded (C(/proc/driver/nvidia) exists, or
@@ -258,6 +273,8 @@ kernel_module_loaded:
   sample: true
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import discovery, node_model
@@ -266,15 +283,30 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
 def main():
     module = AnsibleModule(argument_spec=node_model.node_argument_spec(driver=True), supports_check_mode=True)
     params = module.params
+    node = {"os_release_id": read_os_release_id(params["host_root"]),
+            "systemd_running": os.path.isdir("/run/systemd/system")}
     try:
         facts = discovery.discover_node(
             params["host_root"], params["driver_root"], params["dev_root"], params["library_search_paths"]
         )
     except discovery.DiscoveryError as exc:
-        module.fail_json(msg=str(exc), **exc.details)
+        module.fail_json(msg=str(exc), **dict(node, **exc.details))
     for warning in facts.pop("warnings"):
         module.warn(warning)
-    module.exit_json(changed=False, **facts)
+    module.exit_json(changed=False, **dict(node, **facts))
+
+
+def read_os_release_id(host_root):
+    for candidate in ("/etc/os-release", "/usr/lib/os-release"):
+        try:
+            resolved = discovery.resolve_in_root(host_root or "/", candidate)
+            with open(node_model.node_path(host_root, resolved), encoding="utf-8", errors="replace") as handle:
+                found = node_model.os_release_id(handle.read())
+        except (OSError, discovery.DiscoveryError):
+            continue
+        if found:
+            return found
+    return ""
 
 
 if __name__ == "__main__":

@@ -101,7 +101,11 @@ options:
     type: dict
     default: {}
   state:
-    description: V(present) writes the file; V(absent) removes it.
+    description:
+      - V(present) writes the file; V(absent) removes it.
+      - A file V(present) created opens with a C(gpu_node.container_toolkit) C(created) comment naming the
+        directories its write created (C(.config/nvidia-container-runtime) under O(install_dir)); V(absent)
+        removes those again, each only when it is empty.
     type: str
     choices: [present, absent]
     default: present
@@ -176,4 +180,10 @@ backup_file:
   returned: when O(backup=true) and the file was replaced
   type: str
   sample: /usr/local/nvidia/toolkit/.config/nvidia-container-runtime/config.toml.123.2024-01-01@10:00:00~
+removed_dirs:
+  description: O(state=absent) - the directories created for the file that were removed again (empty in check mode).
+  returned: when O(state=absent) removed a file this module created
+  type: list
+  elements: str
+  sample: [/usr/local/nvidia/toolkit/.config/nvidia-container-runtime, /usr/local/nvidia/toolkit/.config]
 """

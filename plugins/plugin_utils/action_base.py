@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The base of this collection's action plugins (controller side).
 
-It gives :class:`~.node_files.NodeFiles` the two things it needs from a running action, a module
-run on the node and a ``copy`` action for atomic writes, as public methods, so that no other
-code reaches into the action's protected attributes.
+It gives :class:`~.node_files.NodeFiles` what it needs from a running action, a module run on the
+node and the task's check and diff modes, as public methods, so that no other code reaches into
+the action's protected attributes.
 """
 
 from __future__ import annotations
@@ -20,23 +20,6 @@ class NodeActionBase(ActionBase):
     def run_module(self, name, args, task_vars):
         """Run the module ``name`` on the node with ``args``; its result dict."""
         return self._execute_module(module_name=name, module_args=args, task_vars=task_vars)
-
-    def run_copy(self, args, task_vars):
-        """Run the ``ansible.builtin.copy`` action with ``args`` (no check mode, no diff)."""
-        new_task = self._task.copy()
-        new_task.args = args
-        new_task.diff = False
-        new_task.check_mode = False
-        copy_action = self._shared_loader_obj.action_loader.get(
-            "ansible.legacy.copy",
-            task=new_task,
-            connection=self._connection,
-            play_context=self._play_context,
-            loader=self._loader,
-            templar=self._templar,
-            shared_loader_obj=self._shared_loader_obj,
-        )
-        return copy_action.run(task_vars=task_vars)
 
     @property
     def check_mode(self):

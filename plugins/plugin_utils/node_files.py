@@ -5,12 +5,14 @@
 
 The one place where the collection's action plugins touch node files:
 
-- ``read``: ``stat`` (a symlink is followed inside ``host_root``, hop by hop) and ``slurp``.
-- ``write``: only when the bytes differ; through ``ansible.builtin.copy`` (the action, as
-  ``ansible.builtin.template`` does), which writes a temporary file in the target's directory
-  and renames it over the target, keeps the existing file's mode and owner, makes a
-  timestamped backup with ``backup`` and runs ``validate`` (``%s`` is the new file) first.
-- ``remove``: ``ansible.builtin.file`` with ``state: absent``.
+- ``read``/``read_many``/``existing``: one ``node_files_info`` run for every file a task needs
+  (symlinks resolved inside ``host_root``), so a task that changes nothing costs one round trip.
+- ``write``: only when the bytes differ; one ``node_file_write`` run, which writes a temporary
+  file in the target's directory and renames it over the target, keeps the existing file's mode
+  and owner, makes a timestamped backup with ``backup`` and runs ``validate`` (``%s`` is the new
+  file) first.
+- ``remove``: ``ansible.builtin.file`` with ``state: absent``; ``remove_empty_dirs``: ``rmdir``,
+  which leaves a directory with anything in it alone.
 - check mode writes nothing; ``diff`` gives the before/after text for ``--diff``.
 """
 
@@ -25,7 +27,8 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_mo
     normalize_host_path,
 )
 
-MAX_LINK_HOPS = 16
+INFO_MODULE = "gpu_node.container_toolkit.node_files_info"
+WRITE_MODULE = "gpu_node.container_toolkit.node_file_write"
 
 
 class NodeFileError(Exception):
@@ -60,6 +63,34 @@ def diff_entry(before_path, before, after_path, after):
     }
 
 
+def _lenient_text(entry):
+    try:
+        return base64.b64decode(entry["content"]).decode("utf-8") if "content" in entry else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def parent_dirs(host_path):
+    """The directories above ``host_path``, innermost first, without ``/``."""
+    found = []
+    current = posixpath.dirname(normalize_host_path(host_path))
+    while current not in ("/", ""):
+        found.append(current)
+        current = posixpath.dirname(current)
+    return found
+
+
+def missing_dirs(host_path, existing):
+    """The directories that writing ``host_path`` creates, outermost first, given ``existing`` (the
+    host paths of :func:`parent_dirs` that exist, as ``read_many(exist=...)`` tells)."""
+    missing = []
+    for directory in parent_dirs(host_path):
+        if directory in existing:
+            break
+        missing.append(directory)
+    return list(reversed(missing))
+
+
 class NodeFiles:
     """Node file I/O on behalf of ``action`` (a ``NodeActionBase``) for one task run."""
 
@@ -70,60 +101,51 @@ class NodeFiles:
     def _module(self, name, args):
         return self._action.run_module(name, args, self._task_vars)
 
-    def _stat(self, path, follow=False):
-        result = self._module("ansible.builtin.stat", {
-            "path": path, "follow": follow, "get_checksum": False, "get_mime": False, "get_attributes": False,
-        })
+    def _info(self, host_root, paths, exist=()):
+        result = self._module(INFO_MODULE, {"host_root": host_root, "paths": list(paths), "exist": list(exist)})
         if result.get("failed"):
-            raise NodeFileError("could not stat %s: %s" % (path, result.get("msg")))
-        return result["stat"]
+            raise NodeFileError("could not read %s on the node: %s" % (", ".join(list(paths) + list(exist)),
+                                                                        result.get("msg")))
+        return result
 
     def existing(self, host_root, host_paths):
-        """The host paths, of ``host_paths``, that exist on the node: one ``ls -d`` for all of them."""
+        """The host paths, of ``host_paths``, that exist on the node."""
         if not host_paths:
             return []
-        by_node = {node_path(host_root, p): p for p in host_paths}
-        result = self._module("ansible.builtin.command", {"argv": ["ls", "-d", "--"] + list(by_node)})
-        if result.get("rc") is None:
-            raise NodeFileError("could not list %s: %s" % (", ".join(host_paths), result.get("msg")))
-        found = set(result.get("stdout", "").splitlines())
-        return [by_node[p] for p in by_node if p in found]
+        return self._info(host_root, [], host_paths)["existing"]
 
     def read_text(self, host_root, host_path):
-        """The text of ``host_path``, or None when it cannot be read (one ``slurp``, no stat)."""
-        result = self._module("ansible.builtin.slurp", {"src": node_path(host_root, host_path)})
-        if result.get("failed"):
-            return None
-        try:
-            return base64.b64decode(result["content"]).decode("utf-8")
-        except (ValueError, UnicodeDecodeError):
-            return None
+        """The text of ``host_path``, or None when it cannot be read."""
+        return self.read_many(host_root, [], texts=[host_path])[2][0]
 
     def read(self, host_root, host_path):
         """Find ``host_path`` under ``host_root`` (following symlinks there) and read it as text."""
-        requested = normalize_host_path(host_path)
-        current = requested
-        links = []
-        for _hop in range(MAX_LINK_HOPS):
-            stat = self._stat(node_path(host_root, current))
-            if not stat.get("exists") or not stat.get("islnk"):
-                break
-            target = stat.get("lnk_target") or ""
-            links.append(current)
-            current = normalize_host_path(target if target.startswith("/")
-                                          else posixpath.join(posixpath.dirname(current), target))
-        else:
-            raise NodeFileError("%s: too many levels of symbolic links" % requested)
-        if not stat.get("exists"):
+        return self.read_many(host_root, [host_path])[0][0]
+
+    def read_many(self, host_root, host_paths, exist=(), texts=()):
+        """One round trip for everything a task reads: ([NodeFile], [existing path], [text or None]).
+
+        ``host_paths`` are files to edit (errors raise :class:`NodeFileError`); ``exist`` are only
+        checked; ``texts`` are read leniently (None when missing or unreadable).
+        """
+        wanted = [normalize_host_path(p) for p in list(host_paths) + list(texts)]
+        result = self._info(host_root, wanted, exist)
+        entries = result["files"]
+        edited = [self._node_file(host_root, entry) for entry in entries[:len(host_paths)]]
+        return edited, result["existing"], [_lenient_text(entry) for entry in entries[len(host_paths):]]
+
+    @staticmethod
+    def _node_file(host_root, entry):
+        requested, current = entry["path"], entry["resolved"]
+        links = [requested] if current != requested else []
+        if entry.get("error"):
+            raise NodeFileError("could not read %s: %s" % (current, entry["error"]))
+        if not entry["exists"]:
             return NodeFile(host_root, current, requested, False, None, links)
-        if stat.get("isdir"):
+        if entry["isdir"]:
             raise NodeFileError("%s is a directory, not a file" % current)
-        result = self._module("ansible.builtin.slurp", {"src": node_path(host_root, current)})
-        if result.get("failed"):
-            raise NodeFileError("could not read %s: %s" % (current, result.get("msg")))
-        data = base64.b64decode(result["content"])
         try:
-            text = data.decode("utf-8")
+            text = base64.b64decode(entry["content"]).decode("utf-8")
         except UnicodeDecodeError:
             raise NodeFileError("%s is not UTF-8 text" % current) from None
         return NodeFile(host_root, current, requested, True, text, links)
@@ -134,30 +156,20 @@ class NodeFiles:
             return False, None
         if check_mode:
             return True, None
-        if not node_file.exists:
-            parent = posixpath.dirname(node_file.node_path)
-            made = self._module("ansible.builtin.file", {"path": parent, "state": "directory"})
-            if made.get("failed"):
-                raise NodeFileError("could not create the directory of %s: %s" % (node_file.host_path, made.get("msg")))
-        args = {"content": text, "dest": node_file.node_path, "follow": True, "backup": bool(backup)}
+        args = {"host_root": node_file.host_root, "path": node_file.host_path, "content": text,
+                "backup": bool(backup), "make_dirs": True}
         if validate:
             args["validate"] = validate
-        if mode is not None and not node_file.exists:
+        if mode is not None:
             args["mode"] = mode
-        result = self._action.run_copy(args, self._task_vars)
+        # One round trip: node_file_write makes the missing directories, validates, keeps the backup
+        # and renames the new file over the old one (which keeps its mode and owner).
+        result = self._module(WRITE_MODULE, args)
         if result.get("failed"):
             detail = result.get("msg") or "failed"
-            output = (result.get("stderr") or result.get("stdout") or "").strip()
-            if output:
-                detail = "%s (rc %s: %s)" % (detail, result.get("exit_status", result.get("rc")), output)
             raise NodeFileError("could not write %s (at %s on the node); the file was left as it was: %s"
                                 % (node_file.host_path, node_file.node_path, detail))
         backup_file = result.get("backup_file")
-        if backup_file:
-            try:
-                backup_file = host_path_of(node_file.host_root, backup_file)
-            except ValueError:
-                pass
         return True, backup_file
 
     def remove(self, node_file, check_mode):
@@ -170,6 +182,37 @@ class NodeFiles:
         if result.get("failed"):
             raise NodeFileError("could not remove %s: %s" % (node_file.host_path, result.get("msg")))
         return True
+
+    def remove_empty_dirs(self, host_root, host_dirs, check_mode):
+        """``rmdir`` each of ``host_dirs`` (in the order given: deepest first) that is empty; a
+        directory with anything in it stays. Returns the host paths removed; in check mode nothing
+        is removed and the list is empty (whether a directory would be empty cannot be told)."""
+        if not host_dirs or check_mode:
+            return []
+        by_node = {node_path(host_root, d): d for d in host_dirs}
+        script = 'for d in "$@"; do rmdir -- "$d" 2>/dev/null && printf "%s\\n" "$d"; done; exit 0'
+        rc, stdout = self.run(["sh", "-c", script, "sh"] + list(by_node))
+        if rc is None:
+            raise NodeFileError("could not remove the directories %s" % ", ".join(host_dirs))
+        return [by_node[p] for p in stdout.splitlines() if p in by_node]
+
+    def backups_of(self, node_file, pattern):
+        """Host paths of the files next to ``node_file`` whose names match the regular expression
+        ``pattern`` (one ``find``)."""
+        directory = posixpath.dirname(node_file.node_path)
+        result = self._module("ansible.builtin.find", {
+            "paths": [directory], "patterns": [pattern], "use_regex": True, "file_type": "file",
+            "hidden": True, "recurse": False, "get_checksum": False,
+        })
+        if result.get("failed"):
+            return []
+        found = []
+        for entry in result.get("files", []):
+            try:
+                found.append(host_path_of(node_file.host_root, entry["path"]))
+            except ValueError:
+                continue
+        return sorted(found)
 
     def run(self, argv):
         """Run a command on the node; returns (rc, stdout) or (None, '') when it cannot run."""

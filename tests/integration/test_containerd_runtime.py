@@ -324,3 +324,70 @@ def test_enable_cdi_on_containerd_1_6_warns(tmp_path, workdir):
     assert "containerd 1.6 on the node has no CDI support" in first["_stderr"], first
     again = run_module("containerd_runtime", {"host_root": str(tmp_path), "enable_cdi": True})
     assert again["changed"] is False and "no CDI support" not in again["_stderr"]
+
+
+def test_missing_file_removed_again_with_its_directory(tmp_path):
+    """No /etc/containerd at all: present records that it made the file and the directory, absent
+    (check mode first) removes both, with no backup even with backup=true; nothing is left."""
+    (tmp_path / "etc").mkdir()
+    args = {"host_root": str(tmp_path), "backup": True}
+    made = run_module("containerd_runtime", args)
+    assert made["changed"] is True and made.get("backup_files") == {CONFIG: None}, made
+    config = tmp_path / CONFIG.lstrip("/")
+    assert config.read_text().splitlines()[0].endswith('["/etc/containerd"]')
+    check = run_module("containerd_runtime", dict(args, state="absent"), check=True)
+    assert check["changed"] is True and config.exists()
+    assert "directory /etc/containerd: created by this module (removed when empty)" in check["changes"]
+    removed = run_module("containerd_runtime", dict(args, state="absent"))
+    assert removed["changed"] is True and removed["restart_required"] is True, removed
+    assert removed["removed_dirs"] == ["/etc/containerd"] and "backup_file" not in removed
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["etc"]
+    assert run_module("containerd_runtime", dict(args, state="absent"))["changed"] is False
+
+
+def test_missing_file_with_a_strangers_file_next_to_it_keeps_the_directory(tmp_path):
+    run_module("containerd_runtime", {"host_root": str(tmp_path)})
+    other = tmp_path / "etc" / "containerd" / "certs.toml"
+    other.write_text("# someone else's\n")
+    removed = run_module("containerd_runtime", {"host_root": str(tmp_path), "state": "absent"})
+    assert removed["removed_dirs"] == [] and other.read_text() == "# someone else's\n"
+    assert not (tmp_path / CONFIG.lstrip("/")).exists()
+    assert "directory /etc/containerd: created by this module (kept: not empty)" in removed["changes"]
+
+
+def test_remove_backups_takes_only_the_copies_this_module_made(tmp_path, workdir):
+    config, original, _sock = node_with(tmp_path, "gke-cos.toml", workdir, isolate=False)
+    folder = config.parent
+    mine = folder / "config.toml.1.2020-01-01@00:00:00~"  # an operator's copy of an older config
+    mine.write_text(original.replace("262144", "1"))
+    unrelated = folder / "config.toml.bak"
+    unrelated.write_text(original)
+    args = {"host_root": str(tmp_path), "backup": True}
+    first = run_module("containerd_runtime", args)
+    second = run_module("containerd_runtime", dict(args, set_as_default=True))
+    removed = run_module("containerd_runtime", dict(args, state="absent"))
+    made = {first["backup_file"], second["backup_file"], removed["backup_file"]}
+    assert len(made) == 3 and config.read_text() == original
+    # check mode names them and removes nothing; then they go, and only they.
+    check = run_module("containerd_runtime", {"host_root": str(tmp_path), "state": "absent", "remove_backups": True},
+                       check=True)
+    assert sorted(check["removed_backups"]) == sorted(made) and all((tmp_path / b.lstrip("/")).exists() for b in made)
+    clean = run_module("containerd_runtime", {"host_root": str(tmp_path), "state": "absent", "remove_backups": True})
+    assert clean["changed"] is True and sorted(clean["removed_backups"]) == sorted(made)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["config.toml", mine.name, unrelated.name])
+    again = run_module("containerd_runtime", {"host_root": str(tmp_path), "state": "absent", "remove_backups": True})
+    assert again["changed"] is False and again["removed_backups"] == []
+
+
+def test_remove_backups_after_a_created_file_takes_its_directory_too(tmp_path):
+    """Made from nothing, then changed (a backup of our own file), then removed: the backup and
+    the directory go with remove_backups."""
+    args = {"host_root": str(tmp_path), "backup": True}
+    run_module("containerd_runtime", args)
+    changed = run_module("containerd_runtime", dict(args, set_as_default=True))
+    assert changed["backup_file"].startswith(CONFIG + ".")
+    removed = run_module("containerd_runtime", dict(args, state="absent"))
+    assert removed["removed_dirs"] == []  # the backup is still in /etc/containerd
+    clean = run_module("containerd_runtime", {"host_root": str(tmp_path), "state": "absent", "remove_backups": True})
+    assert clean["removed_backups"] == [changed["backup_file"]] and clean["removed_dirs"] == ["/etc/containerd", "/etc"]
+    assert list(tmp_path.iterdir()) == []

@@ -242,7 +242,7 @@ def test_fleet_output_names_no_host_values(fake_node_factory, tmp_path):
     assert 'BinaryName = "/usr/local/nvidia/toolkit/nvidia-container-runtime"' in ubuntu_config.read_text()
 
     headers = [line for line in proc.stdout.splitlines() if line.startswith(("TASK [", "RUNNING HANDLER ["))]
-    assert len(headers) > 20
+    assert len(headers) >= 10
     host_values = (TOOLKIT, "/usr/local/nvidia/toolkit", "/home/kubernetes", CONFIG, str(cos_node.root),
                    str(ubuntu_node.root), str(tmp_path))
     assert [line for line in headers if any(value in line for value in host_values)] == []

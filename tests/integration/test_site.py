@@ -84,10 +84,11 @@ def test_site_provisions_cos_then_no_change_then_uninstall_restores_bytes(cos_si
 def test_verify_reports_an_unprovisioned_node(cos_site):
     _node, extra = cos_site
     proc = run_playbook(PLAYBOOKS / "verify.yml", extra_vars=extra)
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    # Problems fail the run (tests/integration/test_verify.py has the table and report-only mode).
+    assert proc.returncode == 2, proc.stdout[-3000:]
     assert "runtimes: would change" in proc.stdout
-    assert "CDI spec: would change" in proc.stdout
-    assert "device nodes: would change" in proc.stdout
+    assert "CDI specs: would change /var/run/cdi/management.nvidia.com-gpu.yaml: missing" in proc.stdout
+    assert "device nodes: would change: missing /dev/nvidiactl" in proc.stdout
 
 
 def test_reboot_reapply_script_brings_a_fresh_etc_back(cos_site):

@@ -75,3 +75,33 @@ def test_broken_file_left_alone(cos_node):
     result = run_module("toolkit_config", {"host_root": str(cos_node.root), "install_dir": COS_TOOLKIT})
     assert result["_rc"] != 0 and "%s is not valid TOML" % COS_CONFIG in result["msg"]
     assert config.read_text() == "[nvidia-container-cli\n"
+
+
+def test_absent_removes_the_directories_the_first_write_made(cos_node):
+    """The install dir exists (the toolkit is installed); .config/nvidia-container-runtime is the
+    config's own: recorded when made, removed with the file, and the install dir stays."""
+    install = Path(cos_node.node_path(COS_TOOLKIT))
+    install.mkdir(parents=True)
+    args = {"host_root": str(cos_node.root), "install_dir": COS_TOOLKIT, "driver_root": COS_ROOT}
+    made = run_module("toolkit_config", args)
+    assert made["changed"] is True, made
+    first = Path(cos_node.node_path(COS_CONFIG)).read_text().splitlines()[0]
+    assert first.startswith("# gpu_node.container_toolkit: created")
+    assert first.endswith('["%s/.config", "%s/.config/nvidia-container-runtime"]' % (COS_TOOLKIT, COS_TOOLKIT))
+    check = run_module("toolkit_config", dict(args, state="absent"), check=True)
+    assert check["changed"] is True and Path(cos_node.node_path(COS_CONFIG)).exists()
+    removed = run_module("toolkit_config", dict(args, state="absent"))
+    assert removed["removed_dirs"] == [COS_TOOLKIT + "/.config/nvidia-container-runtime", COS_TOOLKIT + "/.config"]
+    assert sorted(p.name for p in install.iterdir()) == []
+
+
+def test_absent_keeps_directories_that_were_there_or_are_not_empty(ubuntu_node):
+    toolkit = "/usr/local/nvidia/toolkit"
+    config_dir = Path(ubuntu_node.node_path(toolkit + "/.config/nvidia-container-runtime"))
+    config_dir.mkdir(parents=True)
+    args = {"host_root": str(ubuntu_node.root), "install_dir": toolkit}
+    run_module("toolkit_config", args)
+    text = (config_dir / "config.toml").read_text()
+    assert "gpu_node.container_toolkit: created" in text and text.splitlines()[0].endswith("[]")
+    removed = run_module("toolkit_config", dict(args, state="absent"))
+    assert removed["removed_dirs"] == [] and config_dir.is_dir()

@@ -173,7 +173,8 @@ def _template_library(with_soname=True):
     built = CACHE / ("template.so" if with_soname else "template-nosoname.so")
     if built.exists():
         return built.read_bytes()
-    with tempfile.TemporaryDirectory() as tmp:
+    # Built next to the cache, so the rename stays on one filesystem (a tmpfs /tmp is another).
+    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         src = Path(tmp) / "empty.c"
         src.write_text("int fake_driver_symbol(void) { return 0; }\n")
         out = Path(tmp) / "template.so"

@@ -168,7 +168,7 @@ def build_rpm(tree, outdir, version=VERSION):
         %%files
         %s
         """) % (version, tree, "\n".join(files)))
-    subprocess.run([rpmbuild, "-bb", "--define", "_topdir %s" % top, str(spec)], check=True, capture_output=True)
+    subprocess.run([rpmbuild, "-bb", "--define", "_topdir %s" % top, "--define", "_dbpath %s" % (top / "db"), str(spec)], check=True, capture_output=True)
     (rpm,) = list((top / "RPMS").rglob("*.rpm"))
     return rpm
 

@@ -98,3 +98,22 @@ def test_version_mismatch_message():
     message = nm.version_mismatch_message("550.54.15", ["535.104.12"], "/home/kubernetes/bin/nvidia")
     assert message.startswith("kernel module 550.54.15, libraries 535.104.12 found under /home/kubernetes/bin/nvidia")
     assert "reboot or reload the nvidia kernel module" in message and len(message) < 500
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('NAME="Container-Optimized OS"\nID=cos\nVERSION_ID=109\n', "cos"),
+    ('PRETTY_NAME="Ubuntu 22.04.4 LTS"\nVERSION_ID="22.04"\nID=ubuntu\nID_LIKE=debian\n', "ubuntu"),
+    ('ID="rhel"\n', "rhel"),
+    ("ID='opensuse-leap'\n", "opensuse-leap"),
+    ("ID=Cos\n", "cos"),
+    ("  ID=debian  \r\n", "debian"),
+    ("ID=flatcar", "flatcar"),
+    ("ID=first\nID=second\n", "first"),
+    ("# ID=commented\nID_LIKE=debian\nVERSION_ID=12\nID\n", ""),
+    ("ID=\n", ""),
+    ('ID=""\n', ""),
+    ("", ""),
+    (None, ""),
+])
+def test_os_release_id(text, expected):
+    assert nm.os_release_id(text) == expected

@@ -248,6 +248,10 @@ def test_absolute_var_run_link_stays_inside_host_root(cos_node, monkeypatch):
             os.unlink(outside)
 
 
+def without_dirs_record(data):
+    return b"".join(line for line in data.splitlines(True) if not line.startswith(b"# created_dirs:"))
+
+
 def test_symlink_at_path_is_replaced_not_followed(cos_node, monkeypatch):
     ok(cos_node, monkeypatch, path="/etc/cdi/real.yaml")
     real = cos_node.node_path("/etc/cdi/real.yaml")
@@ -260,7 +264,9 @@ def test_symlink_at_path_is_replaced_not_followed(cos_node, monkeypatch):
     assert result["previous_driver_version"] == cos_node.driver_version
     assert any("is a symlink" in w for w in result["warnings"])
     result = ok(cos_node, monkeypatch)
-    assert result["changed"] is True and not link.is_symlink() and link.read_bytes() == before
+    # The same spec, but for the record of the directories its write created (/etc/cdi for real.yaml).
+    assert result["changed"] is True and not link.is_symlink()
+    assert without_dirs_record(link.read_bytes()) == without_dirs_record(before)
     assert real.read_bytes() == before
     assert ok(cos_node, monkeypatch)["changed"] is False
     link.unlink()
@@ -440,3 +446,49 @@ def test_dangling_soname_link_warns(fake_node_factory, monkeypatch):
     result = ok(node, monkeypatch)
     assert any("/home/kubernetes/bin/nvidia/lib64/libcuda.so.1 -> libcuda.so.530.30.02" in w
                for w in result["warnings"])
+
+
+# --- directories: the ones a write created go with the last spec; no other ---------------------
+
+def test_absent_removes_the_directories_the_write_created(cos_node, monkeypatch):
+    assert not cos_node.node_path("/var").exists()
+    result = ok(cos_node, monkeypatch)
+    assert result["changed"] is True
+    assert '# created_dirs: ["/var", "/var/run", "/var/run/cdi"]' in written(cos_node)
+    assert ok(cos_node, monkeypatch)["changed"] is False  # the record is stable
+    check = ok(cos_node, monkeypatch, state="absent", check_mode=True)
+    assert check["changed"] is True and cos_node.node_path("/var/run/cdi").is_dir()
+    result = ok(cos_node, monkeypatch, state="absent")
+    assert result["removed_dirs"] == ["/var/run/cdi", "/var/run", "/var"]
+    assert not cos_node.node_path("/var").exists()
+
+
+def test_absent_keeps_directories_that_were_there(cos_node, monkeypatch):
+    cos_node.node_path("/var/run/cdi").mkdir(parents=True)
+    ok(cos_node, monkeypatch)
+    assert "# created_dirs" not in written(cos_node)
+    result = ok(cos_node, monkeypatch, state="absent")
+    assert result["removed_dirs"] == [] and cos_node.node_path("/var/run/cdi").is_dir()
+
+
+def test_the_last_spec_to_go_takes_the_directories_and_a_strangers_file_keeps_them(cos_node, monkeypatch):
+    gpu = "/var/run/cdi/nvidia.com-gpu.yaml"
+    ok(cos_node, monkeypatch)
+    ok(cos_node, monkeypatch, mode="gpu", path=gpu)
+    # The second spec found /var/run/cdi made by the first, and records it too.
+    assert '# created_dirs: ["/var", "/var/run", "/var/run/cdi"]' in written(cos_node, gpu)
+    assert ok(cos_node, monkeypatch)["changed"] is False
+    assert ok(cos_node, monkeypatch, state="absent")["removed_dirs"] == []
+    assert cos_node.node_path(gpu).exists()
+    stranger = cos_node.node_path("/var/run/other-daemon.pid")
+    stranger.write_text("42\n")
+    assert ok(cos_node, monkeypatch, mode="gpu", path=gpu, state="absent")["removed_dirs"] == ["/var/run/cdi"]
+    assert stranger.read_text() == "42\n" and not cos_node.node_path("/var/run/cdi").exists()
+
+
+def test_json_spec_records_nothing_and_leaves_its_directories(cos_node, monkeypatch):
+    path = "/etc/cdi/management.nvidia.com-gpu.json"
+    ok(cos_node, monkeypatch, path=path)
+    json.loads(written(cos_node, path))  # still plain JSON: no comment in it
+    assert ok(cos_node, monkeypatch, path=path, state="absent")["removed_dirs"] == []
+    assert cos_node.node_path("/etc/cdi").is_dir()

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import os
+
+import pytest
 from module_runner import run_module
 
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import nvidia_driver_info
@@ -46,3 +49,76 @@ def test_driver_root_that_is_a_file_fails(cos_node, monkeypatch):
     result, failed = run_module(nvidia_driver_info.main, {"host_root": str(cos_node.root), "driver_root": "/opt/nvidia"},
                                 monkeypatch=monkeypatch)
     assert failed and "driver_root /opt/nvidia is a file, not a directory" in result["msg"]
+
+
+def systemd(monkeypatch, running):
+    """Whether /run/systemd/system is a directory, as the module sees it on this machine."""
+    isdir = os.path.isdir
+    monkeypatch.setattr(nvidia_driver_info.os.path, "isdir",
+                        lambda path: running if path == "/run/systemd/system" else isdir(path))
+
+
+@pytest.mark.parametrize("layout, expected", [("cos", "cos"), ("ubuntu", "ubuntu"), ("driver-container", "ubuntu")])
+@pytest.mark.parametrize("running", [True, False])
+def test_os_release_id_and_systemd_running(fake_node_factory, monkeypatch, layout, expected, running):
+    node = fake_node_factory(layout)
+    systemd(monkeypatch, running)
+    result, failed = run_module(nvidia_driver_info.main, {"host_root": str(node.root)}, monkeypatch=monkeypatch)
+    assert not failed
+    assert result["os_release_id"] == expected
+    assert result["systemd_running"] is running
+    assert result["driver_version"] == node.driver_version  # the driver facts are there as before
+
+
+def test_systemd_running_is_looked_up_on_this_machine(cos_node, monkeypatch):
+    # Not under host_root: a /run/systemd/system there says nothing about where the module runs.
+    cos_node.node_path("/run/systemd/system").mkdir(parents=True, exist_ok=True)
+    result, failed = run_module(nvidia_driver_info.main, {"host_root": str(cos_node.root)}, monkeypatch=monkeypatch)
+    assert not failed and result["systemd_running"] is os.path.isdir("/run/systemd/system")
+
+
+@pytest.mark.parametrize("files, expected", [
+    ({"etc/os-release": "ID=cos\n", "usr/lib/os-release": "ID=other\n"}, "cos"),
+    ({"usr/lib/os-release": 'ID="debian"\n'}, "debian"),
+    ({"etc/os-release": "NAME=x\n", "usr/lib/os-release": "ID=fedora\n"}, "fedora"),
+    ({"etc/os-release": "NAME=x\n"}, ""),
+    ({}, ""),
+])
+def test_os_release_id_is_in_the_failure_result_too(tmp_path, monkeypatch, files, expected):
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    systemd(monkeypatch, True)
+    result, failed = run_module(nvidia_driver_info.main, {"host_root": str(tmp_path)}, monkeypatch=monkeypatch)
+    assert failed and "no NVIDIA driver found" in result["msg"]
+    assert result["os_release_id"] == expected
+    assert result["systemd_running"] is True
+    assert result["searched"]  # the discovery details are still there
+
+
+def test_os_release_as_a_relative_link_like_real_distributions(tmp_path, monkeypatch):
+    (tmp_path / "usr" / "lib").mkdir(parents=True)
+    (tmp_path / "usr" / "lib" / "os-release").write_text("ID=ubuntu\n")
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "os-release").symlink_to("../usr/lib/os-release")
+    result, _failed = run_module(nvidia_driver_info.main, {"host_root": str(tmp_path)}, monkeypatch=monkeypatch)
+    assert result["os_release_id"] == "ubuntu"
+
+
+def test_an_unreadable_os_release_is_skipped(tmp_path, monkeypatch):
+    (tmp_path / "etc" / "os-release").mkdir(parents=True)  # a directory: open() fails
+    (tmp_path / "usr" / "lib").mkdir(parents=True)
+    (tmp_path / "usr" / "lib" / "os-release").write_bytes(b"ID=cos\nNAME=\xff\n")
+    result, _failed = run_module(nvidia_driver_info.main, {"host_root": str(tmp_path)}, monkeypatch=monkeypatch)
+    assert result["os_release_id"] == "cos"
+
+
+def test_os_release_as_an_absolute_link_is_resolved_inside_host_root(tmp_path, monkeypatch):
+    target = "/gpu-node-test-nowhere/os-release"
+    assert not os.path.lexists(target)
+    (tmp_path / target.lstrip("/")).parent.mkdir(parents=True)
+    (tmp_path / target.lstrip("/")).write_text("ID=cos\n")
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "os-release").symlink_to(target)
+    result, _failed = run_module(nvidia_driver_info.main, {"host_root": str(tmp_path)}, monkeypatch=monkeypatch)
+    assert result["os_release_id"] == "cos"

@@ -10,6 +10,7 @@ import pytest
 import tomlkit
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import containerd_toml as ct
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlEditError
 
@@ -164,8 +165,8 @@ def test_missing_or_empty_file(text):
     assert runtimes["runc"] == {"runtime_type": "io.containerd.runc.v2"}
     assert any("runtime runc: missing next to default_runtime_name" in c for c in result["changes"])
     back = ct.edit(result["text"], params(state="absent"))
-    # The original bytes come back (a file created from nothing is left empty).
-    assert back["text"] == (text or "")
+    # The original bytes come back; a file created from nothing goes again (text None: remove it).
+    assert back["text"] == text
 
 
 @pytest.mark.parametrize("output, version, table", [
@@ -341,7 +342,8 @@ def test_drop_in_missing_root():
     drop = tomlkit.parse(result["drop_in_text"]).unwrap()
     assert "runc" in drop["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
     back = ct.edit(result["text"], params(drop_in=DROP_IN, state="absent"), drop_in_text=result["drop_in_text"])
-    assert back["text"] == ""
+    # Both were made from nothing: both go (None: remove the root; the drop-in goes in drop-in mode).
+    assert back["text"] is None and back["drop_in_text"] is None
 
 
 def test_drop_in_is_root():
@@ -374,3 +376,66 @@ def test_new_tables_and_keys_follow_the_files_indentation():
     flat = ct.edit(fixture("gke-cos"), params())["text"].splitlines()
     assert '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]' in flat
     assert '  BinaryName = "/usr/local/nvidia/toolkit/nvidia-container-runtime"' in flat
+
+
+# --- a file made from nothing: recorded as created, removed again with its directories -------
+
+def test_created_file_records_the_directories_and_absent_removes_both():
+    made = ct.edit(None, params(created_dirs=["/etc", "/etc/containerd"]))
+    first = made["text"].splitlines()[0]
+    assert first.startswith("# gpu_node.container_toolkit: created")
+    assert first.endswith('["/etc", "/etc/containerd"]')
+    assert edit_journal.created_record(made["text"])[1] == ["/etc", "/etc/containerd"]
+    # A re-run changes nothing, the record included.
+    assert ct.edit(made["text"], params())["text"] == made["text"]
+    back = ct.edit(made["text"], params(state="absent"), name="/etc/containerd/config.toml")
+    assert back["text"] is None
+    assert back["remove_dirs"] == ["/etc/containerd", "/etc"]  # deepest first
+    assert any(c.startswith("file /etc/containerd/config.toml: created by this module") for c in back["changes"])
+    assert back["restart_required"]
+
+
+def test_created_file_with_the_users_own_lines_stays():
+    made = ct.edit(None, params(created_dirs=["/etc/containerd"]))
+    own = made["text"] + "# kept by the operator\noom_score = -999\n"
+    back = ct.edit(own, params(state="absent"))
+    # Only this module's lines go (the created record too); the file and its directory stay.
+    assert back["text"] == "# kept by the operator\noom_score = -999\n"
+    assert back["remove_dirs"] == []
+
+
+@pytest.mark.parametrize("text", ["", "\n", "# only a comment\n"])
+def test_existing_blank_file_is_given_back_not_removed(text):
+    made = ct.edit(text, params(created_dirs=["/etc/containerd"]))
+    assert edit_journal.created_record(made["text"]) is None  # it existed: not ours to remove
+    back = ct.edit(made["text"], params(state="absent"))
+    assert back["text"] == text and back["remove_dirs"] == []
+
+
+def test_created_drop_in_records_its_directory_and_keeps_it_when_rewritten():
+    made = ct.edit(fixture("gke-cos"), params(drop_in=DROP_IN, drop_in_created_dirs=["/etc/containerd/conf.d"]))
+    assert edit_journal.created_record(made["drop_in_text"])[1] == ["/etc/containerd/conf.d"]
+    assert edit_journal.created_record(made["text"]) is None
+    edited = made["drop_in_text"].replace('/usr/local/nvidia/toolkit/nvidia-container-runtime"', '/wrong"')
+    again = ct.edit(made["text"], params(drop_in=DROP_IN), drop_in_text=edited)
+    assert again["drop_in_text"] != edited
+    assert edit_journal.created_record(again["drop_in_text"])[1] == ["/etc/containerd/conf.d"]
+    back = ct.edit(made["text"], params(drop_in=DROP_IN, state="absent"), drop_in_text=again["drop_in_text"])
+    assert back["text"] == fixture("gke-cos") and back["drop_in_text"] is None
+    assert back["remove_dirs"] == ["/etc/containerd/conf.d"]
+
+
+def test_journal_undo_drops_the_created_record():
+    made = ct.edit(None, params(created_dirs=["/etc/containerd"]))
+    assert edit_journal.undo_text(made["text"], "config.toml") == ""
+
+
+@pytest.mark.parametrize("text", [
+    "# gpu_node.container_toolkit: created; then these directories when empty: not json\n",
+    '# gpu_node.container_toolkit: created; then these directories when empty: ["relative/dir"]\n',
+    '# someone wrote: ["/etc/containerd"]\n',
+])
+def test_a_damaged_or_foreign_created_record_counts_as_none(text):
+    assert edit_journal.created_record(text) is None
+    back = ct.edit(text + "version = 2\n", params(state="absent"))
+    assert back["text"] is not None and back["remove_dirs"] == []

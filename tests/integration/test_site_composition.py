@@ -1,0 +1,79 @@
+"""How site.yml composes the roles (issue 12): one look at the node, whose result every later step uses."""
+
+from __future__ import annotations
+
+import toolkit_artifacts
+from ansible_runner import REPO, recap, run_playbook
+
+PLAYBOOKS = REPO / "playbooks"
+TOOLKIT_CONFIG = "/usr/local/nvidia/toolkit/.config/nvidia-container-runtime/config.toml"
+
+
+def _site(node, artifacts, extra_args=(), **extra):
+    extra_vars = dict({"gpu_node_hosts": "localhost", "gpu_node_host_root": str(node.root),
+                       "gpu_node_toolkit_src": str(artifacts), "gpu_node_containerd_restart_mode": "none"}, **extra)
+    return run_playbook(PLAYBOOKS / "site.yml", extra_vars=extra_vars, extra_args=list(extra_args))
+
+
+def test_driver_container_node_gets_one_driver_root_everywhere(fake_node_factory, tmp_path):
+    """The toolkit's config and the CDI spec name the same driver root: the one discovery found."""
+    node = fake_node_factory("driver-container")
+    artifacts = toolkit_artifacts.build_tree(tmp_path / "artifacts")
+    proc = _site(node, artifacts)
+    assert proc.returncode == 0, proc.stdout[-5000:]
+
+    config = node.node_path(TOOLKIT_CONFIG).read_text()
+    assert 'root = "/run/nvidia/driver"' in config, config
+    spec = node.node_path("/var/run/cdi/management.nvidia.com-gpu.yaml").read_text()
+    assert "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libcuda.so." in spec
+
+
+def test_the_driver_is_looked_at_once_per_run(fake_node_factory, tmp_path):
+    node = fake_node_factory("cos")
+    artifacts = toolkit_artifacts.build_tree(tmp_path / "artifacts")
+    proc = _site(node, artifacts, extra_args=["-v"])
+    assert proc.returncode == 0, proc.stdout[-5000:]
+    headers = [line for line in proc.stdout.splitlines() if line.startswith("TASK [")]
+    discoveries = [line for line in headers if "Look at the node (" in line or "Discover" in line]
+    assert len(discoveries) == 1, discoveries
+    assert len(headers) >= 10
+
+
+def test_no_driver_fails_before_anything_is_changed(fake_node_factory, tmp_path):
+    node = fake_node_factory("cos")
+    for library in node.root.rglob("libcuda.so*"):
+        library.unlink()
+    before = sorted(str(p.relative_to(node.root)) for p in node.root.rglob("*"))
+    artifacts = toolkit_artifacts.build_tree(tmp_path / "artifacts")
+    proc = _site(node, artifacts)
+    assert proc.returncode != 0
+    totals = recap(proc.stdout)["localhost"]
+    assert totals["changed"] == 0 and totals["failed"] == 1
+    assert "no NVIDIA driver found" in proc.stdout
+    assert sorted(str(p.relative_to(node.root)) for p in node.root.rglob("*")) == before
+
+
+def test_no_driver_with_cdi_off_still_installs_the_toolkit(fake_node_factory, tmp_path):
+    node = fake_node_factory("ubuntu")
+    for library in node.root.rglob("libcuda.so*"):
+        library.unlink()
+    artifacts = toolkit_artifacts.build_tree(tmp_path / "artifacts")
+    proc = _site(node, artifacts, gpu_node_cdi_enabled=False)
+    assert proc.returncode == 0, proc.stdout[-5000:]
+    assert node.node_path("/usr/local/nvidia/toolkit/nvidia-container-runtime").exists()
+    assert 'root = "/"' in node.node_path(TOOLKIT_CONFIG).read_text()
+
+
+def test_platform_comes_from_the_discovery_result(fake_node_factory, tmp_path):
+    """An os-release ID no platform knows fails up front, naming it and gpu_node_platform."""
+    node = fake_node_factory("ubuntu")
+    node.node_path("/etc/os-release").write_text("ID=plan9\n")
+    artifacts = toolkit_artifacts.build_tree(tmp_path / "artifacts")
+    proc = _site(node, artifacts)
+    assert proc.returncode != 0
+    assert "os-release ID 'plan9'" in proc.stdout and "gpu_node_platform" in proc.stdout
+    assert recap(proc.stdout)["localhost"]["changed"] == 0
+
+    proc = _site(node, artifacts, gpu_node_platform="ubuntu")
+    assert proc.returncode == 0, proc.stdout[-5000:]
+    assert recap(proc.stdout)["localhost"]["changed"] > 0
