@@ -104,8 +104,8 @@ class NodeFiles:
     def _info(self, host_root, paths, exist=()):
         result = self._module(INFO_MODULE, {"host_root": host_root, "paths": list(paths), "exist": list(exist)})
         if result.get("failed"):
-            raise NodeFileError("could not read %s on the node: %s" % (", ".join(list(paths) + list(exist)),
-                                                                        result.get("msg")))
+            wanted = ", ".join(list(paths) + list(exist))
+            raise NodeFileError("could not read %s on the node: %s" % (wanted, result.get("msg")))
         return result
 
     def existing(self, host_root, host_paths):

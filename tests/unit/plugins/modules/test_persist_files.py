@@ -185,8 +185,8 @@ def test_stale_spec_copies_are_removed_with_their_empty_dirs(node, monkeypatch):
     node.write(SPEC, SPEC_TEXT)
     node.write(SPEC2, b"second\n")
     args = args_for(node, containerd_config=None, files={})
-    assert run(dict(args, cdi_specs=[SPEC, SPEC2]), monkeypatch)[0]["changes"] == ["create " + SPEC2_COPY,
-                                                                                     "create " + SPEC_COPY]
+    changes = run(dict(args, cdi_specs=[SPEC, SPEC2]), monkeypatch)[0]["changes"]
+    assert changes == ["create " + SPEC2_COPY, "create " + SPEC_COPY]
     result, failed = run(dict(args, cdi_specs=[SPEC]), monkeypatch, check_mode=True, diff=True)
     assert not failed and result["changed"] and result["changes"] == ["remove " + SPEC2_COPY]
     assert result["diff"][0]["before"] == "second\n" and result["diff"][0]["after"] == ""
