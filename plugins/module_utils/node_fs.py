@@ -1,0 +1,471 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpu_node.container_toolkit
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one place node-side code touches the node's files: ``NodeRoot(host_root)``.
+
+Python 3 standard library only (this runs on COS). Every method takes and returns *host paths*
+(``/etc/cdi/nvidia.yaml``); ``NodeRoot.path`` gives where code on this machine finds one
+(``host_root`` + host path). What it gives every module the same way:
+
+- symlinks resolved inside ``host_root``, as the node itself resolves them (an absolute target
+  stays inside ``host_root``), with one limit on link hops;
+- one file-type vocabulary (:data:`FILE_TYPES`) in :meth:`NodeRoot.observe`;
+- atomic writes: a temporary file in the target's directory, fsync, mode and owner, an optional
+  check of the new file, rename over the target, fsync of the directory. A run killed at any
+  point leaves the old file or the whole new one; its temporary file is removed by the next
+  write of that target;
+- one lock per node (:meth:`NodeRoot.locked`) around each read-decide-write, so two runs on one
+  node serialize; a run that cannot get it within a bounded time fails naming the holder.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import os
+import posixpath
+import re
+import stat
+import time
+from contextlib import contextmanager
+
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_model
+
+# The kernel's own limit (Linux MAXSYMLINKS).
+MAX_LINK_HOPS = 40
+
+FILE_TYPES = ("file", "directory", "symlink", "char", "block", "fifo", "socket")
+
+TEMP_MARK = ".gpn-tmp."
+TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.gpn-tmp\.(?P<pid>\d+)\.(?P<token>[0-9a-f]+)$")
+
+DEFAULT_LOCK_TIMEOUT = 60.0
+
+_KINDS = (
+    (stat.S_ISREG, "file"),
+    (stat.S_ISDIR, "directory"),
+    (stat.S_ISLNK, "symlink"),
+    (stat.S_ISCHR, "char"),
+    (stat.S_ISBLK, "block"),
+    (stat.S_ISFIFO, "fifo"),
+    (stat.S_ISSOCK, "socket"),
+)
+
+
+class NodeFsError(Exception):
+    """A file operation on the node failed; ``path`` is the host path, the message says what to do."""
+
+    def __init__(self, message, path=None):
+        super().__init__(message)
+        self.path = path
+
+
+def file_type(mode):
+    """The vocabulary word for a ``st_mode``."""
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "other"
+
+
+def digest_file(path, algorithm="sha256"):
+    """Hex digest of the file at ``path`` (a path on this machine), read in 1 MiB blocks."""
+    digest = hashlib.new(algorithm)
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def text_diff(before_path, before, after_path, after):
+    """A ``--diff`` entry: texts before and after (``None`` when the file is absent), headers naming
+    the host paths."""
+    return {
+        "before": before or "",
+        "after": after or "",
+        "before_header": before_path if before is not None else "%s (absent)" % before_path,
+        "after_header": after_path if after is not None else "%s (absent)" % after_path,
+    }
+
+
+def temp_name_of(name, pid, token):
+    return ".%s%s%d.%s" % (name, TEMP_MARK, pid, token)
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def lock_holders(path):
+    """Pids holding a flock on the file or directory at ``path`` (from /proc/locks), with their
+    command lines; ``[]`` when /proc/locks cannot tell."""
+    try:
+        info = os.stat(path)
+        with open("/proc/locks", encoding="ascii", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return []
+    want = ":%x:%x:%d" % (os.major(info.st_dev), os.minor(info.st_dev), info.st_ino)
+    holders = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 6 or "->" in fields or fields[1] != "FLOCK":
+            continue
+        if not fields[5].endswith(want) and not _same_inode(fields[5], info):
+            continue
+        pid = fields[4]
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                command = handle.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except OSError:
+            command = "?"
+        holders.append("pid %s (%s)" % (pid, command[:200]))
+    return holders
+
+
+def _same_inode(field, info):
+    parts = field.split(":")
+    if len(parts) != 3:
+        return False
+    try:
+        major, minor, inode = int(parts[0], 16), int(parts[1], 16), int(parts[2])
+    except ValueError:
+        return False
+    return (major, minor, inode) == (os.major(info.st_dev), os.minor(info.st_dev), info.st_ino)
+
+
+class NodeRoot:
+    """The node as seen at ``host_root`` by code on this machine."""
+
+    def __init__(self, host_root="/"):
+        self.host_root = posixpath.normpath(host_root or "/")
+        self._lock_fd = None
+
+    # --- paths -------------------------------------------------------------------------
+
+    def path(self, host_path):
+        """Where ``host_path`` is found on this machine."""
+        return node_model.node_path(self.host_root, host_path)
+
+    def host(self, path_here):
+        """The host path of ``path_here`` (a path under ``host_root``)."""
+        return node_model.host_path_of(self.host_root, path_here)
+
+    def resolve(self, host_path):
+        """``host_path`` with every symlink resolved inside ``host_root`` (chroot semantics).
+
+        The parts after a missing one are kept as written. Raises NodeFsError after
+        :data:`MAX_LINK_HOPS` links.
+        """
+        parts = [part for part in node_model.normalize_host_path(host_path).split("/") if part]
+        resolved = []
+        hops = 0
+        while parts:
+            part = parts.pop(0)
+            if part == ".":
+                continue
+            if part == "..":
+                if resolved:
+                    resolved.pop()
+                continue
+            candidate = "/" + "/".join(resolved + [part])
+            here = self.path(candidate)
+            if os.path.islink(here):
+                hops += 1
+                if hops > MAX_LINK_HOPS:
+                    raise NodeFsError("too many levels of symbolic links at %s" % candidate, candidate)
+                target = os.readlink(here)
+                if target.startswith("/"):
+                    resolved = []
+                parts = [p for p in target.split("/") if p] + parts
+                continue
+            resolved.append(part)
+        return "/" + "/".join(resolved)
+
+    def resolve_parent(self, host_path):
+        """``host_path`` with the links in its directory part resolved; a link at the last
+        component is kept (it is what gets replaced or removed)."""
+        host_path = node_model.normalize_host_path(host_path)
+        directory, name = posixpath.split(host_path)
+        return posixpath.join(self.resolve(directory), name) if name else host_path
+
+    # --- looking -----------------------------------------------------------------------
+
+    def observe(self, host_path, digest=False):
+        """What is at ``host_path`` (not following a last-component link), or None.
+
+        ``{"type", "mode", "uid", "gid", "size"}``, plus ``target`` for a symlink, ``major`` and
+        ``minor`` for a device, and ``sha256`` for a file when ``digest``.
+        """
+        here = self.path(host_path)
+        try:
+            info = os.lstat(here)
+        except FileNotFoundError:
+            return None
+        except NotADirectoryError:
+            return None
+        found = {
+            "type": file_type(info.st_mode),
+            "mode": stat.S_IMODE(info.st_mode),
+            "uid": info.st_uid,
+            "gid": info.st_gid,
+            "size": info.st_size,
+        }
+        if found["type"] == "symlink":
+            found["target"] = os.readlink(here)
+        elif found["type"] in ("char", "block"):
+            found.update(major=os.major(info.st_rdev), minor=os.minor(info.st_rdev))
+        elif found["type"] == "file" and digest:
+            found["sha256"] = digest_file(here)
+        return found
+
+    def exists(self, host_path):
+        return os.path.lexists(self.path(host_path))
+
+    def is_dir(self, host_path):
+        return os.path.isdir(self.path(host_path))
+
+    def read_bytes(self, host_path, max_size=None):
+        """The bytes of the file at ``host_path`` (links followed on this machine), or None when
+        there is none. Raises NodeFsError when it is a directory, too large or unreadable."""
+        here = self.path(host_path)
+        try:
+            with open(here, "rb") as handle:
+                if max_size is not None and os.fstat(handle.fileno()).st_size > max_size:
+                    raise NodeFsError("%s is larger than %d bytes" % (host_path, max_size), host_path)
+                return handle.read()
+        except FileNotFoundError:
+            return None
+        except IsADirectoryError:
+            raise NodeFsError("%s is a directory, not a file" % host_path, host_path) from None
+        except OSError as exc:
+            raise NodeFsError("cannot read %s: %s" % (host_path, exc.strerror or exc), host_path) from None
+
+    def read_text(self, host_path):
+        data = self.read_bytes(host_path)
+        return None if data is None else data.decode("utf-8", "replace")
+
+    def list_dir(self, host_dir):
+        """Sorted names in ``host_dir``; ``[]`` when it does not exist."""
+        try:
+            return sorted(os.listdir(self.path(host_dir)))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def missing_dirs(self, host_dir):
+        """The directories ``make_dirs(host_dir)`` would create, outermost first."""
+        missing = []
+        current = node_model.normalize_host_path(host_dir)
+        while not os.path.isdir(self.path(current)):
+            missing.append(current)
+            parent = posixpath.dirname(current)
+            if parent == current:
+                break
+            current = parent
+        return list(reversed(missing))
+
+    # --- changing ----------------------------------------------------------------------
+
+    def make_dirs(self, host_dir, mode=0o755):
+        """Create ``host_dir`` and its missing parents with ``mode`` (umask ignored); the host
+        paths created, outermost first."""
+        created = []
+        for directory in self.missing_dirs(host_dir):
+            here = self.path(directory)
+            try:
+                os.mkdir(here, mode)
+            except FileExistsError:
+                if not os.path.isdir(here):
+                    raise NodeFsError("%s exists and is not a directory" % directory, directory) from None
+                continue
+            except OSError as exc:
+                raise NodeFsError("cannot create %s: %s" % (directory, exc.strerror or exc), directory) from None
+            os.chmod(here, mode)
+            created.append(directory)
+        return created
+
+    def write(self, host_path, data, mode=None, owner=None, check=None):
+        """Atomically make the file at ``host_path`` hold ``data`` (bytes).
+
+        ``mode``: permissions; None keeps an existing file's, else 0644. ``owner``: ``(uid, gid)``
+        or None to leave it (a new file is the writer's). ``check``: called with the temporary
+        file's path before it replaces anything; an exception from it leaves the target as it was.
+        The directory must exist (see :meth:`make_dirs`). Raises NodeFsError naming the path; the
+        old file is then intact.
+        """
+        here = self.path(host_path)
+        directory, name = os.path.split(here)
+        self.remove_stale_temps(posixpath.dirname(node_model.normalize_host_path(host_path)), name)
+        if mode is None:
+            try:
+                mode = stat.S_IMODE(os.stat(here).st_mode)
+            except FileNotFoundError:
+                mode = 0o644
+            except OSError as exc:
+                raise NodeFsError("cannot stat %s: %s" % (host_path, exc.strerror or exc), host_path) from None
+        tmp = os.path.join(directory, temp_name_of(name, os.getpid(), os.urandom(4).hex()))
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise NodeFsError("cannot write in %s: %s" % (posixpath.dirname(host_path) or "/", exc.strerror or exc),
+                              host_path) from None
+        try:
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                if owner is not None:
+                    os.chown(tmp, owner[0], owner[1])
+                os.chmod(tmp, mode)
+            except OSError as exc:
+                raise NodeFsError("cannot write %s: %s; the file was left as it was"
+                                  % (host_path, exc.strerror or exc), host_path) from None
+            if check is not None:
+                check(tmp)
+            try:
+                os.rename(tmp, here)
+            except OSError as exc:
+                raise NodeFsError("cannot replace %s: %s; the file was left as it was"
+                                  % (host_path, exc.strerror or exc), host_path) from None
+            tmp = None
+            self._sync_dir(directory)
+        finally:
+            if tmp is not None and os.path.lexists(tmp):
+                os.unlink(tmp)
+
+    def symlink(self, host_path, target):
+        """Atomically make ``host_path`` a symlink to ``target`` (written as given)."""
+        here = self.path(host_path)
+        directory, name = os.path.split(here)
+        self.remove_stale_temps(posixpath.dirname(node_model.normalize_host_path(host_path)), name)
+        tmp = os.path.join(directory, temp_name_of(name, os.getpid(), os.urandom(4).hex()))
+        try:
+            os.symlink(target, tmp)
+            os.rename(tmp, here)
+        except OSError as exc:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            raise NodeFsError("cannot make the link %s -> %s: %s" % (host_path, target, exc.strerror or exc),
+                              host_path) from None
+        self._sync_dir(directory)
+
+    def mknod(self, host_path, kind, major, minor, mode, owner=(0, 0)):
+        """Atomically make a ``char`` or ``block`` device node at ``host_path`` (mode exact, not
+        masked; owner applied when running as root)."""
+        here = self.path(host_path)
+        directory, name = os.path.split(here)
+        self.remove_stale_temps(posixpath.dirname(node_model.normalize_host_path(host_path)), name)
+        tmp = os.path.join(directory, temp_name_of(name, os.getpid(), os.urandom(4).hex()))
+        kind_bits = stat.S_IFCHR if kind == "char" else stat.S_IFBLK
+        try:
+            os.mknod(tmp, kind_bits | mode, os.makedev(major, minor))
+            try:
+                os.chmod(tmp, mode)
+                if owner is not None and os.geteuid() == 0:
+                    os.lchown(tmp, owner[0], owner[1])
+                os.rename(tmp, here)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except OSError as exc:
+            raise NodeFsError("cannot create the device node %s (%s %d:%d): %s"
+                              % (host_path, kind, major, minor, exc.strerror or exc), host_path) from None
+        self._sync_dir(directory)
+
+    def remove(self, host_path):
+        """Remove the file, link or node at ``host_path``; whether there was one."""
+        try:
+            os.unlink(self.path(host_path))
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise NodeFsError("cannot remove %s: %s" % (host_path, exc.strerror or exc), host_path) from None
+        return True
+
+    def remove_empty_dirs(self, host_dirs):
+        """rmdir each of ``host_dirs`` that is empty, deepest first; the ones removed."""
+        removed = []
+        for directory in sorted(set(host_dirs), key=lambda d: (-d.count("/"), d)):
+            try:
+                os.rmdir(self.path(directory))
+            except OSError:
+                continue  # not empty, not there, or not a directory: not ours to force
+            removed.append(directory)
+        return removed
+
+    def remove_stale_temps(self, host_dir, name=None):
+        """Remove temporary files this layer left in ``host_dir`` (for target ``name``, or all) from
+        runs that were killed; the host paths removed. A temp file of a live process is kept."""
+        removed = []
+        for entry in self.list_dir(host_dir):
+            match = TEMP_NAME.match(entry)
+            if not match or (name is not None and match.group("name") != name):
+                continue
+            if int(match.group("pid")) != os.getpid() and _pid_alive(int(match.group("pid"))):
+                continue
+            host_path = posixpath.join(node_model.normalize_host_path(host_dir), entry)
+            try:
+                os.unlink(self.path(host_path))
+            except OSError:
+                continue
+            removed.append(host_path)
+        return removed
+
+    @staticmethod
+    def _sync_dir(directory):
+        try:
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            return
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass  # some filesystems cannot fsync a directory; the rename is still atomic
+        finally:
+            os.close(fd)
+
+    # --- serializing runs ----------------------------------------------------------------
+
+    @contextmanager
+    def locked(self, timeout=DEFAULT_LOCK_TIMEOUT, poll=0.1):
+        """Hold the node's lock: an flock on ``host_root`` itself.
+
+        A directory lock leaves no file behind (COS's root is read-only, the uninstall leaves
+        the tree as found) and the kernel drops it when its holder dies, so a killed run never
+        blocks the next. Re-entrant within one NodeRoot.
+        """
+        if self._lock_fd is not None:
+            yield
+            return
+        try:
+            fd = os.open(self.host_root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise NodeFsError("cannot open host_root %s: %s" % (self.host_root, exc.strerror or exc), "/") from None
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise
+                if time.monotonic() >= deadline:
+                    holders = lock_holders(self.host_root) or ["a process /proc/locks does not name"]
+                    raise NodeFsError(
+                        "another run is changing this node (lock on %s held by %s); waited %.0f s. Let it "
+                        "finish and run again" % (self.host_root, ", ".join(holders), timeout), "/")
+                time.sleep(poll)
+            self._lock_fd = fd
+            yield
+        finally:
+            self._lock_fd = None
+            os.close(fd)

@@ -1,0 +1,257 @@
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_fs
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import NodeFsError, NodeRoot
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mknod and chown need root")
+
+
+@pytest.fixture
+def node(tmp_path):
+    return NodeRoot(str(tmp_path))
+
+
+def test_paths_map_both_ways(node, tmp_path):
+    assert node.path("/etc/cdi/nvidia.yaml") == str(tmp_path / "etc/cdi/nvidia.yaml")
+    assert node.host(str(tmp_path / "etc/cdi")) == "/etc/cdi"
+    assert NodeRoot("/").path("etc/x") == "/etc/x"
+
+
+def test_resolve_keeps_absolute_links_inside_the_root(node, tmp_path):
+    (tmp_path / "run/cdi").mkdir(parents=True)
+    (tmp_path / "var").mkdir()
+    os.symlink("/run", tmp_path / "var/run")  # as on Debian: absolute, means the node's /run
+    os.symlink("../../run/cdi", tmp_path / "var/cdi-rel")
+    assert node.resolve("/var/run/cdi/nvidia.yaml") == "/run/cdi/nvidia.yaml"
+    assert node.resolve("/var/cdi-rel") == "/run/cdi"
+    assert node.resolve_parent("/var/run/cdi") == "/run/cdi"
+    os.symlink("/etc/missing", tmp_path / "run/cdi/link")
+    assert node.resolve_parent("/var/run/cdi/link") == "/run/cdi/link"
+    assert node.resolve("/var/run/cdi/link") == "/etc/missing"
+
+
+def test_resolve_stops_link_loops_with_the_kernels_limit(node, tmp_path):
+    os.symlink("b", tmp_path / "a")
+    os.symlink("a", tmp_path / "b")
+    with pytest.raises(NodeFsError, match="too many levels of symbolic links"):
+        node.resolve("/a/x")
+    assert node_fs.MAX_LINK_HOPS == 40
+
+
+@needs_root
+def test_observe_names_every_type_in_one_vocabulary(node, tmp_path):
+    (tmp_path / "f").write_bytes(b"abc")
+    (tmp_path / "d").mkdir()
+    os.symlink("f", tmp_path / "l")
+    os.mknod(tmp_path / "c", stat.S_IFCHR | 0o666, os.makedev(195, 255))
+    os.mkfifo(tmp_path / "p")
+    seen = {name: node.observe("/" + name) for name in ("f", "d", "l", "c", "p")}
+    assert {name: info["type"] for name, info in seen.items()} == {
+        "f": "file", "d": "directory", "l": "symlink", "c": "char", "p": "fifo"}
+    assert seen["l"]["target"] == "f"
+    assert (seen["c"]["major"], seen["c"]["minor"]) == (195, 255)
+    assert node.observe("/f", digest=True)["sha256"] == (
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    assert node.observe("/missing") is None
+    assert node.observe("/f/below") is None
+    assert set(node_fs.FILE_TYPES) >= {info["type"] for info in seen.values()}
+
+
+def test_write_is_atomic_keeps_mode_and_leaves_no_temp(node, tmp_path):
+    (tmp_path / "etc").mkdir()
+    node.write("/etc/a.toml", b"one\n")
+    assert (tmp_path / "etc/a.toml").read_bytes() == b"one\n"
+    assert stat.S_IMODE(os.stat(tmp_path / "etc/a.toml").st_mode) == 0o644
+    os.chmod(tmp_path / "etc/a.toml", 0o600)
+    node.write("/etc/a.toml", b"two\n")
+    assert stat.S_IMODE(os.stat(tmp_path / "etc/a.toml").st_mode) == 0o600
+    node.write("/etc/a.toml", b"three\n", mode=0o640)
+    assert stat.S_IMODE(os.stat(tmp_path / "etc/a.toml").st_mode) == 0o640
+    assert sorted(os.listdir(tmp_path / "etc")) == ["a.toml"]
+
+
+def test_a_failed_check_leaves_the_old_file_and_no_temp(node, tmp_path):
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/a").write_bytes(b"old")
+
+    def refuse(tmp):
+        assert open(tmp, "rb").read() == b"new"
+        raise ValueError("validator said no")
+
+    with pytest.raises(ValueError, match="validator said no"):
+        node.write("/etc/a", b"new", check=refuse)
+    assert (tmp_path / "etc/a").read_bytes() == b"old"
+    assert os.listdir(tmp_path / "etc") == ["a"]
+
+
+def test_write_into_a_missing_directory_names_it(node):
+    with pytest.raises(NodeFsError, match="cannot write in /etc/cdi") as caught:
+        node.write("/etc/cdi/x.yaml", b"x")
+    assert caught.value.path == "/etc/cdi/x.yaml"
+
+
+FULL_DISK = textwrap.dedent("""
+    import os, sys
+    sys.path[:0] = %r
+    from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import NodeFsError, NodeRoot
+    root = sys.argv[1]
+    with open(os.path.join(root, "a"), "wb") as handle:
+        handle.write(b"old")
+    filler = os.path.join(root, "filler")
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"x" * 4096)
+    except OSError:
+        os.close(fd)
+    try:
+        NodeRoot(root).write("/a", b"new" * 50000)
+    except NodeFsError as exc:
+        print("error:", exc)
+    os.unlink(filler)
+    print("content:", open(os.path.join(root, "a"), "rb").read().decode())
+    print("listing:", sorted(os.listdir(root)))
+""")
+
+
+@needs_root
+def test_write_on_a_full_disk_keeps_the_old_file(tmp_path):
+    # A real ENOSPC: a 64 KiB tmpfs in a private mount namespace, filled up before the write.
+    script = FULL_DISK % (sys.path,)
+    mount = "mount -t tmpfs -o size=64k tmpfs %s && exec %s -c \"$0\" %s" % (tmp_path, sys.executable, tmp_path)
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", mount.replace("$0", "$1"),
+                           "sh", script], capture_output=True, text=True, check=True)
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("error: cannot write /a: No space left on device; the file was left as it was")
+    assert lines[1:] == ["content: old", "listing: ['a']"]
+
+
+def test_temps_of_killed_runs_are_removed_by_the_next_write(node, tmp_path):
+    (tmp_path / "etc").mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / "etc" / node_fs.temp_name_of("a", dead.pid, "00ff")
+    live = tmp_path / "etc" / node_fs.temp_name_of("a", os.getppid(), "0a0b")
+    other = tmp_path / "etc" / node_fs.temp_name_of("b", dead.pid, "0c0d")
+    for path in (stale, live, other):
+        path.write_bytes(b"half")
+    node.write("/etc/a", b"whole")
+    assert sorted(os.listdir(tmp_path / "etc")) == sorted(["a", live.name, other.name])
+    assert node.remove_stale_temps("/etc") == ["/etc/" + other.name]
+
+
+def test_make_dirs_reports_what_it_made_outermost_first(node, tmp_path):
+    assert node.missing_dirs("/etc/cdi/sub") == ["/etc", "/etc/cdi", "/etc/cdi/sub"]
+    old = os.umask(0o077)
+    try:
+        assert node.make_dirs("/etc/cdi/sub") == ["/etc", "/etc/cdi", "/etc/cdi/sub"]
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "etc/cdi").st_mode) == 0o755
+    assert node.make_dirs("/etc/cdi/sub") == []
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(NodeFsError, match="/file"):
+        node.make_dirs("/file/x")
+    assert node.remove_empty_dirs(["/etc", "/etc/cdi/sub", "/etc/cdi"]) == ["/etc/cdi/sub", "/etc/cdi", "/etc"]
+
+
+@needs_root
+def test_mknod_symlink_and_remove(node, tmp_path):
+    (tmp_path / "dev/char").mkdir(parents=True)
+    old = os.umask(0o077)
+    try:
+        node.mknod("/dev/nvidiactl", "char", 195, 255, 0o666)
+    finally:
+        os.umask(old)
+    info = node.observe("/dev/nvidiactl")
+    assert (info["type"], info["major"], info["minor"], info["mode"], info["uid"]) == ("char", 195, 255, 0o666, 0)
+    node.symlink("/dev/char/195:255", "../nvidiactl")
+    assert os.readlink(tmp_path / "dev/char/195:255") == "../nvidiactl"
+    node.symlink("/dev/char/195:255", "../nvidia0")  # replaces, atomically
+    assert os.readlink(tmp_path / "dev/char/195:255") == "../nvidia0"
+    assert node.remove("/dev/char/195:255") is True
+    assert node.remove("/dev/char/195:255") is False
+    assert sorted(os.listdir(tmp_path / "dev")) == ["char", "nvidiactl"]
+
+
+def test_read_bytes(node, tmp_path):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "f").write_bytes(b"12345")
+    assert node.read_bytes("/f") == b"12345"
+    assert node.read_text("/f") == "12345"
+    assert node.read_bytes("/missing") is None
+    with pytest.raises(NodeFsError, match="/d is a directory"):
+        node.read_bytes("/d")
+    with pytest.raises(NodeFsError, match="larger than 4 bytes"):
+        node.read_bytes("/f", max_size=4)
+    assert node.list_dir("/") == ["d", "f"] and node.list_dir("/nope") == []
+
+
+def test_text_diff_names_absent_sides():
+    assert node_fs.text_diff("/a", None, "/a", "x") == {
+        "before": "", "after": "x", "before_header": "/a (absent)", "after_header": "/a"}
+
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    sys.path[:0] = %r
+    from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import NodeRoot
+    with NodeRoot(sys.argv[1]).locked():
+        print("held", flush=True)
+        time.sleep(float(sys.argv[2]))
+""")
+
+
+def _holder(root, seconds):
+    code = HOLDER % (sys.path,)
+    proc = subprocess.Popen([sys.executable, "-c", code, root, str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_second_run_waits_then_fails_naming_the_holder(node, tmp_path):
+    holder = _holder(str(tmp_path), 30)
+    try:
+        started = time.monotonic()
+        with pytest.raises(NodeFsError) as caught:
+            with node.locked(timeout=0.5):
+                pass
+        waited = time.monotonic() - started
+    finally:
+        holder.kill()
+        holder.wait()
+    assert 0.5 <= waited < 5
+    message = str(caught.value)
+    assert "another run is changing this node" in message
+    assert "pid %d (" % holder.pid in message and "-c" in message
+    assert os.listdir(tmp_path) == []  # the lock leaves nothing on the node
+
+
+def test_a_killed_holder_does_not_block_the_next_run(node, tmp_path):
+    holder = _holder(str(tmp_path), 30)
+    holder.kill()  # SIGKILL: no cleanup runs
+    holder.wait()
+    with node.locked(timeout=1):
+        with node.locked():  # re-entrant
+            node.make_dirs("/etc")
+    assert os.listdir(tmp_path) == ["etc"]
+
+
+def test_a_waiting_run_gets_the_lock_when_the_holder_ends(node, tmp_path):
+    holder = _holder(str(tmp_path), 0.5)
+    with node.locked(timeout=20):
+        assert holder.poll() is not None or holder.wait(5) == 0
+
+
+def test_lock_holders_is_empty_without_a_lock(tmp_path):
+    assert node_fs.lock_holders(str(tmp_path)) == []
+    assert node_fs.lock_holders(str(tmp_path / "missing")) == []
