@@ -8,10 +8,10 @@ from __future__ import annotations
 import posixpath
 import re
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import argument_specs, edit_journal
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import text_diff
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import (
-    node_argument_spec,
     node_path,
     normalize_host_path,
 )
@@ -21,42 +21,19 @@ from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_fi
     NodeFile,
     NodeFileError,
     NodeFiles,
-    diff_entry,
     missing_dirs,
     parent_dirs,
 )
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlEditError
 
-ARGUMENT_SPEC = dict(
-    node_argument_spec(),
-    path={"type": "str", "default": cc.DEFAULT_PATH},
-    install_dir={"type": "str", "default": cc.DEFAULT_INSTALL_DIR},
-    runtimes={
-        "type": "list",
-        "elements": "dict",
-        "options": {"name": {"type": "str", "required": True}, "binary": {"type": "str", "required": True}},
-    },
-    runtime_type={"type": "str", "default": cc.DEFAULT_RUNTIME_TYPE},
-    set_as_default={"type": "bool", "default": False},
-    enable_cdi={"type": "bool"},
-    cdi_spec_dirs={"type": "list", "elements": "str"},
-    container_annotations={"type": "list", "elements": "str", "default": list(cc.DEFAULT_CONTAINER_ANNOTATIONS)},
-    config_version={"type": "str", "default": "auto", "choices": ["auto", "1", "2", "3", "4"]},
-    drop_in={"type": "str"},
-    state={"type": "str", "default": "present", "choices": ["present", "absent"]},
-    backup={"type": "bool", "default": False},
-    remove_backups={"type": "bool", "default": False},
-    validate={"type": "str"},
-)
-
 
 class ActionModule(NodeActionBase):
+    argument_spec = staticmethod(argument_specs.containerd_runtime)
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        del validation
+        args = self.task_args()
         try:
             result.update(self._run(args, task_vars or {}))
         except (cc.ConfigError, TomlEditError) as exc:
@@ -192,17 +169,17 @@ class ActionModule(NodeActionBase):
                 # state=absent on a file this module created: nothing of anyone else's is in it,
                 # so nothing needs a backup either.
                 did, backup_file = files.remove(root, check_mode), None
-                diffs.append(diff_entry(root.host_path, root.text, root.host_path, None))
+                diffs.append(text_diff(root.host_path, root.text, root.host_path, None))
             elif which == "root":
                 did, backup_file = files.write(root, plan["text"], check_mode, backup=args["backup"], validate=validate)
-                diffs.append(diff_entry(root.host_path, root.text, root.host_path, plan["text"]))
+                diffs.append(text_diff(root.host_path, root.text, root.host_path, plan["text"]))
             elif plan["drop_in_text"] is None:
                 did, backup_file = files.remove(drop, check_mode), None
-                diffs.append(diff_entry(drop.host_path, drop.text, drop.host_path, None))
+                diffs.append(text_diff(drop.host_path, drop.text, drop.host_path, None))
             else:
                 did, backup_file = files.write(drop, plan["drop_in_text"], check_mode, backup=args["backup"],
                                                validate=validate)
-                diffs.append(diff_entry(drop.host_path, drop.text, drop.host_path, plan["drop_in_text"]))
+                diffs.append(text_diff(drop.host_path, drop.text, drop.host_path, plan["drop_in_text"]))
             changed = changed or did
             if did and args["backup"] and not check_mode:
                 target = root if which == "root" else drop

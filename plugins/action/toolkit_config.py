@@ -5,48 +5,28 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import argument_specs, edit_journal
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_config as tc
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import (
-    node_argument_spec,
-    normalize_host_path,
-)
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import text_diff
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import normalize_host_path
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toolkit_toml as tt
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import (
     NodeFileError,
     NodeFiles,
-    diff_entry,
     missing_dirs,
     parent_dirs,
 )
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlEditError
 
-ARGUMENT_SPEC = dict(
-    node_argument_spec(),
-    path={"type": "str"},
-    install_dir={"type": "str", "default": tc.DEFAULT_INSTALL_DIR},
-    driver_root={"type": "str", "default": "/"},
-    ldconfig={"type": "str", "default": "auto"},
-    mode={"type": "str", "default": "auto", "choices": list(tc.MODES)},
-    runtimes={"type": "list", "elements": "str"},
-    containerd_config={"type": "str", "default": "/etc/containerd/config.toml"},
-    default_kind={"type": "str"},
-    annotation_prefixes={"type": "list", "elements": "str"},
-    spec_dirs={"type": "list", "elements": "str"},
-    settings={"type": "dict", "default": {}},
-    state={"type": "str", "default": "present", "choices": ["present", "absent"]},
-    backup={"type": "bool", "default": False},
-)
-
 
 class ActionModule(NodeActionBase):
+    argument_spec = staticmethod(argument_specs.toolkit_config)
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        del validation
+        args = self.task_args()
         try:
             result.update(self._run(args, task_vars or {}))
         except (tc.ToolkitConfigError, TomlEditError, NodeFileError) as exc:
@@ -62,7 +42,9 @@ class ActionModule(NodeActionBase):
         present = args["state"] == "present"
         read, existing, texts = files.read_many(
             # The parent directories too: the missing ones are what a new file's write creates.
-            host_root, [path], exist=tc.ldconfig_candidates(args["driver_root"]) + parent_dirs(path) if present else [],
+            host_root, [path],
+            exist=(tc.driver_root_probes(args["driver_root"]) + tc.ldconfig_candidates(args["driver_root"])
+                   + parent_dirs(path)) if present else [],
             texts=[args["containerd_config"]] if present and not args["runtimes"] else [])
         node_file = read[0]
         out = {"path": node_file.host_path, "changes": []}
@@ -80,17 +62,18 @@ class ActionModule(NodeActionBase):
                     d, "removed" if d in out["removed_dirs"] else "removed when empty" if check_mode else "kept: not empty")
                     for d in dirs)
             if changed and self.diff_mode:
-                out["diff"] = [diff_entry(node_file.host_path, node_file.text, node_file.host_path, None)]
+                out["diff"] = [text_diff(node_file.host_path, node_file.text, node_file.host_path, None)]
             return out
-        ldconfig, ldconfig_source = tc.choose_ldconfig(args["ldconfig"], args["driver_root"], existing)
+        driver_root, driver_root_source = tc.choose_driver_root(args["driver_root"], existing)
+        ldconfig, ldconfig_source = tc.choose_ldconfig(args["ldconfig"], driver_root, existing)
         runc_binary = None
         if not args["runtimes"]:
             runc_binary = tt.runtime_binary(texts[0])
         wanted = tc.wanted_settings(
             install_dir=args["install_dir"],
-            driver_root=args["driver_root"],
+            driver_root=driver_root,
             ldconfig=ldconfig,
-            mode=args["mode"],
+            mode=args["runtime_mode"],
             runtimes=tc.low_level_runtimes(args["runtimes"], runc_binary),
             default_kind=args["default_kind"],
             annotation_prefixes=args["annotation_prefixes"],
@@ -102,9 +85,10 @@ class ActionModule(NodeActionBase):
             plan["text"] = edit_journal.created_line(missing_dirs(path, existing)) + "\n" + plan["text"]
         changed, backup_file = files.write(node_file, plan["text"], check_mode, backup=args["backup"], mode="0644")
         out.update(changed=changed, changes=plan["changes"], ldconfig=ldconfig, ldconfig_source=ldconfig_source,
+                   driver_root=driver_root, driver_root_source=driver_root_source,
                    settings=plan["settings"])
         if backup_file:
             out["backup_file"] = backup_file
         if changed and self.diff_mode:
-            out["diff"] = [diff_entry(node_file.host_path, node_file.text, node_file.host_path, plan["text"])]
+            out["diff"] = [text_diff(node_file.host_path, node_file.text, node_file.host_path, plan["text"])]
         return out

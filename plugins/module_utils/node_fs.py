@@ -26,6 +26,7 @@ import hashlib
 import os
 import posixpath
 import re
+import shutil
 import stat
 import time
 from contextlib import contextmanager
@@ -39,6 +40,8 @@ FILE_TYPES = ("file", "directory", "symlink", "char", "block", "fifo", "socket")
 
 TEMP_MARK = ".gpn-tmp."
 TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.gpn-tmp\.(?P<pid>\d+)\.(?P<token>[0-9a-f]+)$")
+# The staging directories of swap_in: <prefix><pid>.<token>.
+STAGE_PREFIX = ".gpn-stage."
 
 DEFAULT_LOCK_TIMEOUT = 60.0
 
@@ -314,7 +317,8 @@ class NodeRoot:
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         except OSError as exc:
-            raise NodeFsError("cannot write in %s: %s" % (posixpath.dirname(host_path) or "/", exc.strerror or exc),
+            raise NodeFsError("cannot write in %s (for %s): %s; the file was left as it was"
+                              % (posixpath.dirname(host_path) or "/", host_path, exc.strerror or exc),
                               host_path) from None
         try:
             try:
@@ -390,6 +394,19 @@ class NodeRoot:
             raise NodeFsError("cannot remove %s: %s" % (host_path, exc.strerror or exc), host_path) from None
         return True
 
+    def chmod(self, host_path, mode):
+        """Set the permissions of the file, directory or node at ``host_path``. A symlink there is
+        refused, not followed (Linux cannot change a link's own mode, and its target may be
+        outside ``host_root``)."""
+        here = self.path(host_path)
+        if os.path.islink(here):
+            raise NodeFsError("%s is a symlink; its mode was left as it was" % host_path, host_path)
+        try:
+            os.chmod(here, mode)
+        except OSError as exc:
+            raise NodeFsError("cannot change the mode of %s: %s" % (host_path, exc.strerror or exc),
+                              host_path) from None
+
     def remove_empty_dirs(self, host_dirs):
         """rmdir each of ``host_dirs`` that is empty, deepest first; the ones removed."""
         removed = []
@@ -419,6 +436,124 @@ class NodeRoot:
             removed.append(host_path)
         return removed
 
+    def remove_tree(self, host_path):
+        """Remove the directory ``host_path`` and everything in it, following no link; whether
+        there was one. Anything but a directory there is refused and left as it was."""
+        here = self.path(host_path)
+        try:
+            info = os.lstat(here)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        if not stat.S_ISDIR(info.st_mode):
+            raise NodeFsError("%s is a %s, not a directory; it was left as it was" % (host_path, file_type(info.st_mode)),
+                              host_path)
+        try:
+            shutil.rmtree(here)
+        except OSError as exc:
+            raise NodeFsError("cannot remove %s: %s" % (host_path, exc.strerror or exc), host_path) from None
+        return True
+
+    def remove_stale_stages(self, host_dir, prefix=STAGE_PREFIX):
+        """Remove the staging directories :meth:`swap_in` left in ``host_dir`` (names starting with
+        ``prefix``) from runs that were killed; the host paths removed. One of a live process is kept."""
+        removed = []
+        for entry in self.list_dir(host_dir):
+            if not entry.startswith(prefix):
+                continue
+            pid = entry[len(prefix):].partition(".")[0]
+            if pid.isdigit() and int(pid) != os.getpid() and _pid_alive(int(pid)):
+                continue
+            host_path = posixpath.join(node_model.normalize_host_path(host_dir), entry)
+            try:
+                if self.remove_tree(host_path):
+                    removed.append(host_path)
+            except NodeFsError:
+                continue  # not a directory: not one of ours
+        return removed
+
+    def swap_in(self, host_dir, entries, owner=None, prefix=STAGE_PREFIX):
+        """Change several entries of the directory ``host_dir`` as one change.
+
+        ``entries``: name -> ``{"type": "file", "data": bytes, "mode": int}``, ``{"type": "symlink",
+        "target": str}``, or None to remove that name; applied in the order given. ``owner``:
+        ``(uid, gid)`` for the new files and links, or None (the writer's).
+
+        Everything new is first written, fsynced, into a staging directory inside ``host_dir``
+        (``<prefix><pid>.<token>``), so a full disk fails before anything is replaced. Then each
+        name is renamed over its target (the old one kept as a hard link in the staging
+        directory); when that fails, the names already replaced get their old entry back. Either
+        way a NodeFsError names the path, and ``host_dir`` holds what it held before. The staging
+        directory is always removed, and those of killed runs too (:meth:`remove_stale_stages`).
+        """
+        host_dir = node_model.normalize_host_path(host_dir)
+        here = self.path(host_dir)
+        self.remove_stale_stages(host_dir, prefix)
+        stage = os.path.join(here, "%s%d.%s" % (prefix, os.getpid(), os.urandom(4).hex()))
+        try:
+            os.mkdir(stage, 0o700)
+            os.mkdir(os.path.join(stage, "new"), 0o700)
+            os.mkdir(os.path.join(stage, "old"), 0o700)
+        except OSError as exc:
+            shutil.rmtree(stage, ignore_errors=True)
+            raise NodeFsError("cannot write in %s: %s; nothing was changed" % (host_dir, exc.strerror or exc),
+                              host_dir) from None
+        try:
+            for name, entry in entries.items():
+                if entry is not None:
+                    self._stage(os.path.join(stage, "new", name), posixpath.join(host_dir, name), entry, owner)
+            self._swap(here, stage, host_dir, entries)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+        self._sync_dir(here)
+
+    @staticmethod
+    def _stage(path, host_path, entry, owner):
+        try:
+            if entry["type"] == "symlink":
+                os.symlink(entry["target"], path)
+                if owner is not None:
+                    os.lchown(path, owner[0], owner[1])
+                return
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(entry["data"])
+                handle.flush()
+                os.fsync(handle.fileno())
+            if owner is not None:
+                os.chown(path, owner[0], owner[1])
+            os.chmod(path, entry["mode"])
+        except OSError as exc:
+            raise NodeFsError("cannot write %s: %s; nothing was changed" % (host_path, exc.strerror or exc),
+                              host_path) from None
+
+    @staticmethod
+    def _swap(here, stage, host_dir, entries):
+        done = []
+        name = None
+        try:
+            for name in entries:
+                target = os.path.join(here, name)
+                if os.path.lexists(target):
+                    os.link(target, os.path.join(stage, "old", name), follow_symlinks=False)
+                    if entries[name] is None:
+                        os.unlink(target)
+                if entries[name] is not None:
+                    os.rename(os.path.join(stage, "new", name), target)
+                done.append(name)
+        except OSError as exc:
+            for undo in reversed(done):
+                target, saved = os.path.join(here, undo), os.path.join(stage, "old", undo)
+                try:
+                    if os.path.lexists(saved):
+                        os.rename(saved, target)
+                    elif os.path.lexists(target):
+                        os.unlink(target)
+                except OSError:
+                    pass  # best effort: the error below still names what failed
+            raise NodeFsError("cannot replace %s: %s; %s was left as it was"
+                              % (posixpath.join(host_dir, name), exc.strerror or exc, host_dir),
+                              posixpath.join(host_dir, name)) from None
+
     @staticmethod
     def _sync_dir(directory):
         try:
@@ -435,7 +570,7 @@ class NodeRoot:
     # --- serializing runs ----------------------------------------------------------------
 
     @contextmanager
-    def locked(self, timeout=DEFAULT_LOCK_TIMEOUT, poll=0.1):
+    def locked(self, timeout=None, poll=0.1):
         """Hold the node's lock: an flock on ``host_root`` itself.
 
         A directory lock leaves no file behind (COS's root is read-only, the uninstall leaves
@@ -449,6 +584,7 @@ class NodeRoot:
             fd = os.open(self.host_root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
             raise NodeFsError("cannot open host_root %s: %s" % (self.host_root, exc.strerror or exc), "/") from None
+        timeout = DEFAULT_LOCK_TIMEOUT if timeout is None else timeout
         deadline = time.monotonic() + timeout
         try:
             while True:

@@ -12,9 +12,15 @@ from __future__ import annotations
 import posixpath
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import (
+    DEFAULT_LIBRARY_SEARCH_PATHS,
+    DRIVER_ROOT_CANDIDATES,
     join_host,
     normalize_host_path,
 )
+
+# What marks a driver root for driver_root=auto here: the CUDA driver's SONAME link, which the
+# driver's installers (NVIDIA's .run, GKE's installer, the distributions' packages) all make.
+DRIVER_ROOT_MARKER = "libcuda.so.1"
 
 DEFAULT_INSTALL_DIR = "/usr/local/nvidia/toolkit"
 CONFIG_RELATIVE_PATH = ".config/nvidia-container-runtime/config.toml"
@@ -32,12 +38,43 @@ def default_path(install_dir):
     return join_host(install_dir, CONFIG_RELATIVE_PATH)
 
 
+def driver_root_probes(driver_root):
+    """Host paths whose existence :func:`choose_driver_root` needs to know (none for an explicit value)."""
+    if driver_root != "auto":
+        return []
+    return [join_host(root, lib, DRIVER_ROOT_MARKER) for root in DRIVER_ROOT_CANDIDATES
+            for lib in DEFAULT_LIBRARY_SEARCH_PATHS]
+
+
+def choose_driver_root(requested, existing):
+    """The ``nvidia-container-cli.root`` value and why.
+
+    ``auto``: the first of :data:`DRIVER_ROOT_CANDIDATES` holding :data:`DRIVER_ROOT_MARKER` in one
+    of the default library directories; ``existing`` is the host paths of
+    :func:`driver_root_probes` that exist on the node.
+    """
+    if requested != "auto":
+        return normalize_host_path(requested), "driver_root option"
+    existing = set(existing or ())
+    for root in DRIVER_ROOT_CANDIDATES:
+        for lib in DEFAULT_LIBRARY_SEARCH_PATHS:
+            probe = join_host(root, lib, DRIVER_ROOT_MARKER)
+            if probe in existing:
+                return root, "auto: found %s" % probe
+    raise ToolkitConfigError(
+        "driver_root=auto found no %s under %s: set driver_root to the host path of the driver's files "
+        "(gpu_node.container_toolkit.nvidia_driver_info reports it as driver_root)"
+        % (DRIVER_ROOT_MARKER, ", ".join(DRIVER_ROOT_CANDIDATES)))
+
+
 def ldconfig_candidates(driver_root):
-    """Host paths whose existence :func:`choose_ldconfig` needs to know."""
+    """Host paths whose existence :func:`choose_ldconfig` needs to know; for ``auto``, those of
+    every driver root it may choose."""
+    roots = DRIVER_ROOT_CANDIDATES if driver_root == "auto" else (driver_root,)
     paths = list(HOST_LDCONFIGS)
-    root = normalize_host_path(driver_root)
-    if root != "/":
-        paths += [join_host(root, p) for p in HOST_LDCONFIGS] + [join_host(root, "etc/ld.so.cache")]
+    for root in (normalize_host_path(r) for r in roots):
+        if root != "/":
+            paths += [join_host(root, p) for p in HOST_LDCONFIGS] + [join_host(root, "etc/ld.so.cache")]
     return paths
 
 

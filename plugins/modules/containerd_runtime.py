@@ -85,7 +85,7 @@ options:
   install_dir:
     description:
       - Host directory of the installed toolkit; the default O(runtimes) point into it.
-    type: str
+    type: path
     default: /usr/local/nvidia/toolkit
   runtimes:
     description:
@@ -315,3 +315,14 @@ removed_backups:
   elements: str
   sample: [/etc/containerd/config.toml.4242.2024-01-01@10:00:00~]
 """
+
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import argument_specs
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.action_module import action_only_main
+
+
+def main():
+    action_only_main(argument_specs.containerd_runtime())
+
+
+if __name__ == "__main__":
+    main()

@@ -18,6 +18,10 @@ description:
     M(ansible.builtin.copy).
   - O(path) is written as given under O(host_root); the callers resolve symlinks inside
     O(host_root) first (M(gpu_node.container_toolkit.node_files_info)).
+  - The compare, the backup and the write happen while holding the node's lock (an C(flock) on
+    O(host_root)), so two runs on one node take turns. With O(expect_sha256) or O(expect_absent) the
+    write is a compare-and-swap; the callers pass what they read, so a file that another run
+    changed between their read and this write is not overwritten.
 author:
   - GPU node maintainers (@gpu-node)
 extends_documentation_fragment:
@@ -60,6 +64,16 @@ options:
   validate:
     description: Command run on the new file before it replaces the old one; C(%s) is the temporary file's path.
     type: str
+  expect_sha256:
+    description:
+      - SHA-256 of the file as the caller read it. When the file now holds something else, nothing
+        is written and the task fails saying the file changed on the node while the task ran;
+        a file that already holds O(content) is success with no change.
+    type: str
+  expect_absent:
+    description: The caller found no file; as O(expect_sha256), for a file that appeared meanwhile.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -78,6 +92,12 @@ backup_file:
   returned: changed and O(backup)
   type: str
   sample: /etc/containerd/config.toml.1234.2026-12-03@17:00:00~
+changes:
+  description: What was (or would be) done, a C(path) and an C(action) each (V(created), V(updated)).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{path: /etc/containerd, action: created}, {path: /etc/containerd/config.toml, action: created}]
 dirs_created:
   description: Host paths of the parent directories this write created, outermost first.
   returned: always
@@ -86,25 +106,86 @@ dirs_created:
   sample: [/etc/containerd]
 """
 
+import hashlib
 import os
+import posixpath
 import shlex
-import tempfile
+import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes, to_native
+from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_model
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import NodeFsError, NodeRoot
 
 
-def missing_parents(directory):
-    missing = []
-    while directory and not os.path.isdir(directory):
-        missing.append(directory)
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            break
-        directory = parent
-    return list(reversed(missing))
+class WriteRefused(Exception):
+    """Nothing was written; the message says why and what to do."""
+
+
+def changed_meanwhile(host_path, current, expect_sha256, expect_absent):
+    """Why the file is no longer what the caller read, or None when it still is."""
+    if expect_absent and current is not None:
+        return "%s appeared on the node" % host_path
+    if expect_sha256 and (current is None or hashlib.sha256(current).hexdigest() != expect_sha256.lower()):
+        return "%s %s on the node" % (host_path, "was removed" if current is None else "changed")
+    return None
+
+
+def backup_name(host_path):
+    """Ansible's backup naming (``<path>.<pid>.<date>@<time>~``), which the roles' cleanup matches."""
+    return "%s.%d.%s~" % (host_path, os.getpid(), time.strftime("%Y-%m-%d@%H:%M:%S"))
+
+
+def write(module, node, params, result):
+    host_path = result["path"]
+    data = to_bytes(params["content"], errors="surrogate_or_strict")
+    try:
+        mode = int(params["mode"], 8)
+    except ValueError:
+        raise WriteRefused("mode must be octal, such as 0644, got %r" % params["mode"]) from None
+    validate = params["validate"]
+    if validate and "%s" not in validate:
+        raise WriteRefused("validate must contain %%s (the new file's path), got %r" % validate)
+    found = node.observe(host_path)
+    if found is not None and found["type"] == "directory":
+        raise WriteRefused("%s is a directory, not a file" % host_path)
+    current = node.read_bytes(host_path)
+    if current == data:
+        return
+    why = changed_meanwhile(host_path, current, params["expect_sha256"], params["expect_absent"])
+    if why:
+        raise WriteRefused("%s while this task ran (another run?); nothing was written. Run the task again"
+                           % why)
+    missing = node.missing_dirs(posixpath.dirname(host_path))
+    if missing and not params["make_dirs"]:
+        raise WriteRefused("the directory of %s does not exist (make_dirs is false)" % host_path)
+    result.update(changed=True, dirs_created=missing)
+    result["changes"] = [{"path": d, "action": "created"} for d in missing] + [
+        {"path": host_path, "action": "updated" if current is not None else "created"}]
+    if module.check_mode:
+        return
+    if missing:
+        node.make_dirs(missing[-1])
+
+    def run_validate(tmp):
+        argv = [part.replace("%s", tmp) for part in shlex.split(validate)]
+        rc, out, err = module.run_command(argv)
+        if rc != 0:
+            raise WriteRefused("failed to validate (rc %d: %s); %s was left as it was"
+                               % (rc, (err or out).strip(), host_path))
+
+    owner = None
+    if current is not None:
+        owner = (found["uid"], found["gid"])
+        if params["backup"]:
+            result["backup_file"] = backup_name(host_path)
+            try:
+                node.write(result["backup_file"], current, mode=found["mode"], owner=owner)
+            except NodeFsError as exc:
+                raise WriteRefused("cannot keep a backup of %s, so it was not replaced: %s" % (host_path, exc)) from None
+    node.write(host_path, data, mode=None if current is not None else mode, owner=owner,
+               check=run_validate if validate else None)
 
 
 def main():
@@ -117,68 +198,22 @@ def main():
             make_dirs={"type": "bool", "default": True},
             backup={"type": "bool", "default": False},
             validate={"type": "str"},
+            expect_sha256={"type": "str"},
+            expect_absent={"type": "bool", "default": False},
         ),
+        mutually_exclusive=[("expect_sha256", "expect_absent")],
         supports_check_mode=True,
     )
-    params = module.params
-    host_root = params["host_root"]
-    host_path = node_model.normalize_host_path(params["path"])
-    dest = node_model.node_path(host_root, host_path)
-    data = to_bytes(params["content"], errors="surrogate_or_strict")
-    result = {"changed": False, "path": host_path, "dirs_created": []}
-    if os.path.isdir(dest):
-        module.fail_json(msg="%s is a directory, not a file" % host_path, **result)
+    node = NodeRoot(module.params["host_root"])
+    result = {"changed": False, "path": node_model.normalize_host_path(module.params["path"]),
+              "dirs_created": [], "changes": []}
     try:
-        with open(dest, "rb") as handle:
-            if handle.read() == data:
-                module.exit_json(**result)
-        exists = True
-    except FileNotFoundError:
-        exists = False
-    except OSError as exc:
-        module.fail_json(msg="cannot read %s: %s" % (host_path, to_native(exc)), **result)
-    try:
-        mode = int(params["mode"], 8)
-    except ValueError:
-        module.fail_json(msg="mode must be octal, such as 0644, got %r" % params["mode"], **result)
-    directory = os.path.dirname(dest)
-    missing = missing_parents(directory)
-    if missing and not params["make_dirs"]:
-        module.fail_json(msg="the directory of %s does not exist (make_dirs is false)" % host_path, **result)
-    result.update(changed=True, dirs_created=[node_model.host_path_of(host_root, d) for d in missing])
-    if module.check_mode:
-        module.exit_json(**result)
-    tmp = None
-    try:
-        for made in missing:
-            os.mkdir(made, 0o755)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(dest) + ".")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())  # a crash leaves the old file or the whole new one
-        if not exists:
-            os.chmod(tmp, mode)
-        if params["validate"]:
-            if "%s" not in params["validate"]:
-                module.fail_json(msg="validate must contain %%s (the new file's path), got %r" % params["validate"],
-                                 **result)
-            argv = [part.replace("%s", tmp) for part in shlex.split(params["validate"])]
-            rc, out, err = module.run_command(argv)
-            if rc != 0:
-                module.fail_json(msg="failed to validate (rc %d: %s); %s was left as it was"
-                                 % (rc, (err or out).strip(), host_path), **result)
-        if exists and params["backup"]:
-            result["backup_file"] = node_model.host_path_of(host_root, module.backup_local(dest))
-        module.atomic_move(tmp, dest)
-        if not exists:
-            os.chmod(dest, mode)  # atomic_move gives a new file the umask's mode
-    except OSError as exc:
-        module.fail_json(msg="cannot write %s (at %s): %s; the file was left as it was"
-                         % (host_path, dest, to_native(exc)), **result)
-    finally:
-        if tmp and os.path.exists(tmp):
-            os.unlink(tmp)
+        with node.locked():
+            write(module, node, module.params, result)
+    except WriteRefused as exc:
+        module.fail_json(msg=str(exc), **result)
+    except NodeFsError as exc:
+        module.fail_json(msg=str(exc), **result)
     module.exit_json(**result)
 
 

@@ -49,14 +49,19 @@ options:
     type: str
   install_dir:
     description: Host directory of the installed toolkit binaries.
-    type: str
+    type: path
     default: /usr/local/nvidia/toolkit
   driver_root:
     description:
       - Host path of the driver's files, written as C(nvidia-container-cli.root).
       - On GKE's Container-Optimized OS this is V(/home/kubernetes/bin/nvidia).
+      - V(auto) takes the first of V(/run/nvidia/driver), V(/home/kubernetes/bin/nvidia),
+        V(/var/lib/nvidia) and V(/) that holds C(libcuda.so.1) in one of the node model's default
+        library directories, and fails when none does. Pass the C(driver_root)
+        that M(gpu_node.container_toolkit.nvidia_driver_info) found to use the same driver as the CDI specs
+        (the collection's roles do).
     type: str
-    default: /
+    default: auto
   ldconfig:
     description:
       - The C(nvidia-container-cli.ldconfig) value; a leading C(@) means a host path.
@@ -66,11 +71,15 @@ options:
         container; GKE's driver directory has no C(sbin/), so it is never pointed into.
     type: str
     default: auto
-  mode:
-    description: C(nvidia-container-runtime.mode).
+  runtime_mode:
+    description:
+      - C(nvidia-container-runtime.mode), how the runtime gives containers their GPUs.
+      - O(mode) is its former name, kept as an alias (elsewhere in Ansible C(mode) means file
+        permissions).
     type: str
     choices: [auto, cdi, legacy, csv]
     default: auto
+    aliases: [mode]
   runtimes:
     description:
       - C(nvidia-container-runtime.runtimes), the low-level runtimes it runs.
@@ -129,7 +138,8 @@ EXAMPLES = r"""
 
 - name: CDI mode, with a debug log
   gpu_node.container_toolkit.toolkit_config:
-    mode: cdi
+    driver_root: /home/kubernetes/bin/nvidia
+    runtime_mode: cdi
     default_kind: nvidia.com/gpu
     spec_dirs: [/etc/cdi, /var/run/cdi]
     settings:
@@ -154,6 +164,16 @@ changes:
   type: list
   elements: str
   sample: ["nvidia-container-cli.root: '/' -> '/home/kubernetes/bin/nvidia'"]
+driver_root:
+  description: The C(nvidia-container-cli.root) value written.
+  returned: when O(state=present)
+  type: str
+  sample: /home/kubernetes/bin/nvidia
+driver_root_source:
+  description: Why RV(driver_root) was chosen.
+  returned: when O(state=present)
+  type: str
+  sample: "auto: found /home/kubernetes/bin/nvidia/lib64/libcuda.so.1"
 ldconfig:
   description: The C(nvidia-container-cli.ldconfig) value written.
   returned: when O(state=present)
@@ -187,3 +207,14 @@ removed_dirs:
   elements: str
   sample: [/usr/local/nvidia/toolkit/.config/nvidia-container-runtime, /usr/local/nvidia/toolkit/.config]
 """
+
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import argument_specs
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.action_module import action_only_main
+
+
+def main():
+    action_only_main(argument_specs.toolkit_config())
+
+
+if __name__ == "__main__":
+    main()

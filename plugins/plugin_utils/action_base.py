@@ -5,7 +5,9 @@
 
 It gives :class:`~.node_files.NodeFiles` what it needs from a running action, a module run on the
 node and the task's check and diff modes, as public methods, so that no other code reaches into
-the action's protected attributes.
+the action's protected attributes; and it validates the task's arguments against the module's
+spec (:mod:`...module_utils.argument_specs`, the spec the module's documentation is checked
+against), so every action plugin rejects a wrong argument the way a module would.
 """
 
 from __future__ import annotations
@@ -16,6 +18,14 @@ from ansible.plugins.action import ActionBase
 class NodeActionBase(ActionBase):
     TRANSFERS_FILES = True
     _requires_connection = True
+    # staticmethod(a function of module_utils.argument_specs): the module's argument spec.
+    argument_spec = None
+
+    def task_args(self):
+        """The task's arguments, validated against :attr:`argument_spec`, with defaults filled in.
+        Raises AnsibleActionFail naming every wrong argument."""
+        _validation, args = self.validate_argument_spec(argument_spec=self.argument_spec())
+        return args
 
     def run_module(self, name, args, task_vars):
         """Run the module ``name`` on the node with ``args``; its result dict."""

@@ -10,15 +10,17 @@ The one place where the collection's action plugins touch node files:
 - ``write``: only when the bytes differ; one ``node_file_write`` run, which writes a temporary
   file in the target's directory and renames it over the target, keeps the existing file's mode
   and owner, makes a timestamped backup with ``backup`` and runs ``validate`` (``%s`` is the new
-  file) first.
+  file) first. It is a compare-and-swap on what ``read`` found, under the node's lock, so an
+  edit another run made between this task's read and its write is never overwritten.
 - ``remove``: ``ansible.builtin.file`` with ``state: absent``; ``remove_empty_dirs``: ``rmdir``,
   which leaves a directory with anything in it alone.
-- check mode writes nothing; ``diff`` gives the before/after text for ``--diff``.
+- check mode writes nothing; ``--diff`` entries come from ``module_utils.node_fs.text_diff``.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import posixpath
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import (
@@ -46,21 +48,13 @@ class NodeFile:
         self.exists = exists
         self.text = text
         self.links = links                  # the symlinks followed, as host paths
+        # What was read, for the write's compare-and-swap (text is strict UTF-8, so it gives the bytes back).
+        self.sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest() if exists else None
 
     def link_note(self):
         if not self.links:
             return None
         return "%s is a symlink; edited its target %s" % (self.requested, self.host_path)
-
-
-def diff_entry(before_path, before, after_path, after):
-    """A ``--diff`` entry: text before and after, with headers naming the host paths."""
-    return {
-        "before": before or "",
-        "after": after or "",
-        "before_header": before_path if before is not None else "%s (absent)" % before_path,
-        "after_header": after_path if after is not None else "%s (absent)" % after_path,
-    }
 
 
 def _lenient_text(entry):
@@ -158,6 +152,10 @@ class NodeFiles:
             return True, None
         args = {"host_root": node_file.host_root, "path": node_file.host_path, "content": text,
                 "backup": bool(backup), "make_dirs": True}
+        if node_file.exists:
+            args["expect_sha256"] = node_file.sha256
+        else:
+            args["expect_absent"] = True
         if validate:
             args["validate"] = validate
         if mode is not None:

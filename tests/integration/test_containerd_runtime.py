@@ -391,3 +391,41 @@ def test_remove_backups_after_a_created_file_takes_its_directory_too(tmp_path):
     clean = run_module("containerd_runtime", {"host_root": str(tmp_path), "state": "absent", "remove_backups": True})
     assert clean["removed_backups"] == [changed["backup_file"]] and clean["removed_dirs"] == ["/etc/containerd", "/etc"]
     assert list(tmp_path.iterdir()) == []
+
+
+def _start_edit(root, runtimes):
+    args = {"host_root": str(root), "install_dir": COS_TOOLKIT, "runtimes": runtimes}
+    cmd = ["ansible", "localhost", "-c", "local", "-i", "localhost,", "-m",
+           "gpu_node.container_toolkit.containerd_runtime", "-a", json.dumps(args)]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=ansible_env(ANSIBLE_STDOUT_CALLBACK="minimal"))
+
+
+def test_two_runs_editing_one_config_at_once_lose_nothing(tmp_path):
+    """Two ansible processes edit one config at the same moment, six times over: each time both
+    runtimes end up in the file, or one run is refused (the file changed between its read and its
+    write) and the file holds the other's whole edit; running it again then adds its runtime."""
+    mine = [{"name": "nvidia", "binary": COS_TOOLKIT + "/nvidia-container-runtime"}]
+    theirs = [{"name": "gpu-b", "binary": "/opt/b/runtime"}]
+    refused_rounds = 0
+    for round_ in range(6):
+        root = tmp_path / str(round_)
+        config, _original, _sock = node_with(root, "gke-cos.toml", tmp_path, isolate=False)
+        runs = [_start_edit(root, mine), _start_edit(root, theirs)]
+        outcomes = [(run.wait(timeout=300), run.communicate()[0]) for run in runs]
+        refused = [i for i, (rc, _out) in enumerate(outcomes) if rc != 0]
+        assert len(refused) <= 1, outcomes
+        names = set(tomlkit.parse(config.read_text()).unwrap()["plugins"]["io.containerd.grpc.v1.cri"]
+                    ["containerd"]["runtimes"])
+        if refused:
+            refused_rounds += 1
+            assert "changed on the node while this task ran (another run?)" in outcomes[refused[0]][1], outcomes
+            kept = "gpu-b" if refused[0] == 0 else "nvidia"
+            assert kept in names and ({"nvidia", "gpu-b"} - {kept}).isdisjoint(names)
+            again = _start_edit(root, (mine, theirs)[refused[0]])
+            assert again.wait(timeout=300) == 0, again.communicate()
+            names = set(tomlkit.parse(config.read_text()).unwrap()["plugins"]["io.containerd.grpc.v1.cri"]
+                        ["containerd"]["runtimes"])
+        assert {"nvidia", "gpu-b", "runc"} <= names, (round_, names)
+        assert not [p.name for p in config.parent.iterdir() if ".gpn-tmp." in p.name]
+    print("rounds with a refused run: %d of 6" % refused_rounds)

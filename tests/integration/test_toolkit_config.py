@@ -105,3 +105,32 @@ def test_absent_keeps_directories_that_were_there_or_are_not_empty(ubuntu_node):
     assert "gpu_node.container_toolkit: created" in text and text.splitlines()[0].endswith("[]")
     removed = run_module("toolkit_config", dict(args, state="absent"))
     assert removed["removed_dirs"] == [] and config_dir.is_dir()
+
+
+def test_driver_root_auto_finds_each_nodes_driver(cos_node, ubuntu_node, driver_container_node):
+    """driver_root defaults to auto, as in the node model: the COS driver dir, / on Ubuntu, the driver
+    container's tree; runtime_mode is the option's name and mode its alias."""
+    expected = [(cos_node, COS_ROOT), (ubuntu_node, "/"), (driver_container_node, "/run/nvidia/driver")]
+    for node, root in expected:
+        result = run_module("toolkit_config", {"host_root": str(node.root), "runtime_mode": "legacy"}, check=True)
+        assert result["_rc"] == 0, result
+        assert result["driver_root"] == root, result
+        assert result["driver_root_source"].startswith("auto: found " + root.rstrip("/") + "/")
+        assert result["settings"]["nvidia-container-cli"]["root"] == root
+        assert result["settings"]["nvidia-container-runtime"]["mode"] == "legacy"
+
+
+def test_driver_root_auto_without_a_driver_fails_naming_the_option(tmp_path):
+    (tmp_path / "etc").mkdir()
+    result = run_module("toolkit_config", {"host_root": str(tmp_path)})
+    assert result["_rc"] != 0, result
+    assert "driver_root=auto found no libcuda.so.1" in result["msg"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["etc"]
+
+
+def test_wrong_arguments_are_refused_as_a_module_would(cos_node):
+    result = run_module("toolkit_config", {"host_root": str(cos_node.root), "runtime_mode": "gpu", "colour": 1})
+    assert result["_rc"] != 0, result
+    assert "runtime_mode must be one of: auto, cdi, legacy, csv, got: gpu" in result["msg"], result["msg"]
+    unknown = run_module("toolkit_config", {"host_root": str(cos_node.root), "colour": 1})
+    assert unknown["_rc"] != 0 and "Unsupported parameters" in unknown["msg"] and "colour" in unknown["msg"]

@@ -183,6 +183,19 @@ def test_mknod_symlink_and_remove(node, tmp_path):
     assert sorted(os.listdir(tmp_path / "dev")) == ["char", "nvidiactl"]
 
 
+def test_chmod_sets_the_mode_and_refuses_a_link(node, tmp_path):
+    (tmp_path / "f").write_bytes(b"x")
+    os.chmod(tmp_path / "f", 0o600)
+    os.symlink("/f", tmp_path / "l")  # absolute: on the node it means host_root/f
+    node.chmod("/f", 0o644)
+    assert stat.S_IMODE(os.stat(tmp_path / "f").st_mode) == 0o644
+    with pytest.raises(NodeFsError, match="/l is a symlink; its mode was left as it was"):
+        node.chmod("/l", 0o600)
+    assert stat.S_IMODE(os.stat(tmp_path / "f").st_mode) == 0o644
+    with pytest.raises(NodeFsError, match="cannot change the mode of /missing"):
+        node.chmod("/missing", 0o644)
+
+
 def test_read_bytes(node, tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "f").write_bytes(b"12345")
@@ -255,3 +268,76 @@ def test_a_waiting_run_gets_the_lock_when_the_holder_ends(node, tmp_path):
 def test_lock_holders_is_empty_without_a_lock(tmp_path):
     assert node_fs.lock_holders(str(tmp_path)) == []
     assert node_fs.lock_holders(str(tmp_path / "missing")) == []
+
+
+def _entries_of(path):
+    found = {}
+    for name in sorted(os.listdir(path)):
+        full = os.path.join(path, name)
+        found[name] = ("symlink", os.readlink(full)) if os.path.islink(full) else (
+            "file", open(full, "rb").read(), stat.S_IMODE(os.stat(full).st_mode))
+    return found
+
+
+def test_swap_in_adds_replaces_and_removes_as_one_change(node, tmp_path):
+    (tmp_path / "opt").mkdir()
+    (tmp_path / "opt/keep").write_bytes(b"keep")
+    (tmp_path / "opt/old").write_bytes(b"old")
+    (tmp_path / "opt/bin").write_bytes(b"v1")
+    os.symlink("bin", tmp_path / "opt/link")
+    node.swap_in("/opt", {"bin": {"type": "file", "data": b"v2", "mode": 0o755},
+                          "new": {"type": "file", "data": b"n", "mode": 0o644},
+                          "link": {"type": "symlink", "target": "new"},
+                          "old": None, "never-there": None})
+    assert _entries_of(tmp_path / "opt") == {
+        "bin": ("file", b"v2", 0o755), "keep": ("file", b"keep", 0o644), "link": ("symlink", "new"),
+        "new": ("file", b"n", 0o644)}
+
+
+def test_swap_in_puts_back_what_it_replaced_when_a_rename_fails(node, tmp_path, monkeypatch):
+    (tmp_path / "opt").mkdir()
+    (tmp_path / "opt/a").write_bytes(b"a1")
+    (tmp_path / "opt/b").write_bytes(b"b1")
+    os.symlink("a", tmp_path / "opt/l")
+    before = _entries_of(tmp_path / "opt")
+    real_rename = os.rename
+    calls = []
+
+    def rename(src, dst, *args, **kwargs):
+        if "/new/" in str(src):
+            calls.append(dst)
+            if len(calls) == 3:
+                raise OSError(28, "No space left on device")
+        return real_rename(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rename", rename)
+    with pytest.raises(NodeFsError, match="cannot replace /opt/c: No space left on device; /opt was left") as caught:
+        node.swap_in("/opt", {"a": {"type": "file", "data": b"a2", "mode": 0o644}, "l": {"type": "symlink", "target": "b"},
+                              "b": None, "c": {"type": "file", "data": b"c", "mode": 0o644}})
+    monkeypatch.setattr(os, "rename", real_rename)
+    assert caught.value.path == "/opt/c"
+    assert _entries_of(tmp_path / "opt") == before  # the staging directory is gone too
+
+
+def test_swap_in_into_a_missing_directory_changes_nothing(node):
+    with pytest.raises(NodeFsError, match="cannot write in /opt: No such file or directory; nothing was changed"):
+        node.swap_in("/opt", {"a": {"type": "file", "data": b"", "mode": 0o644}})
+
+
+def test_stale_stages_of_killed_runs_are_removed(node, tmp_path):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (tmp_path / "opt").mkdir()
+    stale = tmp_path / "opt" / ("%s%d.00ff" % (node_fs.STAGE_PREFIX, dead.pid))
+    live = tmp_path / "opt" / ("%s%d.0a0b" % (node_fs.STAGE_PREFIX, os.getppid()))
+    (stale / "new").mkdir(parents=True)
+    (stale / "new/x").write_bytes(b"half")
+    live.mkdir()
+    (tmp_path / "opt" / (node_fs.STAGE_PREFIX + "file")).write_bytes(b"not a directory")
+    (tmp_path / "opt/.legacy-stage-x").mkdir()
+    assert node.remove_stale_stages("/opt") == ["/opt/" + stale.name]
+    assert node.remove_stale_stages("/opt", prefix=".legacy-stage-") == ["/opt/.legacy-stage-x"]
+    assert sorted(os.listdir(tmp_path / "opt")) == sorted([live.name, node_fs.STAGE_PREFIX + "file"])
+    with pytest.raises(NodeFsError, match="is a file, not a directory; it was left as it was"):
+        node.remove_tree("/opt/" + node_fs.STAGE_PREFIX + "file")
+    assert node.remove_tree("/opt/missing") is False

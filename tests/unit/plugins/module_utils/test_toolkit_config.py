@@ -114,3 +114,39 @@ def test_flatten():
     assert tc.flatten({"a": {"b": 1, "c": {"d": [1]}}, "e": {}, "f": "x"}) == [
         (("a", "b"), 1), (("a", "c", "d"), [1]), (("e",), {}), (("f",), "x"),
     ]
+
+
+def test_driver_root_probes():
+    assert tc.driver_root_probes("/home/kubernetes/bin/nvidia") == []
+    probes = tc.driver_root_probes("auto")
+    assert probes[0] == "/run/nvidia/driver/lib64/libcuda.so.1"
+    assert "/home/kubernetes/bin/nvidia/lib64/libcuda.so.1" in probes
+    assert probes[-1] == "/lib/libcuda.so.1"
+    assert len(probes) == len(set(probes)) == 32
+
+
+@pytest.mark.parametrize("existing, expected", [
+    (["/home/kubernetes/bin/nvidia/lib64/libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"], COS_ROOT),
+    (["/usr/lib/x86_64-linux-gnu/libcuda.so.1"], "/"),
+    # A driver container's tree wins over the host's own libraries, as nvidia_driver_info decides.
+    (["/usr/lib64/libcuda.so.1", "/run/nvidia/driver/usr/lib64/libcuda.so.1"], "/run/nvidia/driver"),
+])
+def test_choose_driver_root_auto(existing, expected):
+    root, source = tc.choose_driver_root("auto", existing)
+    assert root == expected
+    assert source.startswith("auto: found %s" % (expected.rstrip("/") + "/"))
+
+
+def test_choose_driver_root_explicit_and_none_found():
+    assert tc.choose_driver_root("home/kubernetes/bin/nvidia/", []) == (COS_ROOT, "driver_root option")
+    with pytest.raises(tc.ToolkitConfigError, match=r"driver_root=auto found no libcuda\.so\.1 under "
+                                                     r"/run/nvidia/driver, .*set driver_root"):
+        tc.choose_driver_root("auto", ["/usr/lib/x86_64-linux-gnu/libcuda.so"])
+
+
+def test_ldconfig_candidates_for_auto_cover_every_driver_root():
+    paths = tc.ldconfig_candidates("auto")
+    assert paths[:2] == ["/sbin/ldconfig.real", "/sbin/ldconfig"]
+    assert "/run/nvidia/driver/etc/ld.so.cache" in paths
+    assert "/var/lib/nvidia/sbin/ldconfig" in paths
+    assert len(paths) == 2 + 3 * 3

@@ -1,11 +1,20 @@
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import stat
+import subprocess
+import sys
 
+import constrained_fs
+import pytest
 from module_runner import run_module
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_fs
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import node_file_write
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown and mount need root")
 
 PATH = "/etc/containerd/config.toml"
 
@@ -70,3 +79,104 @@ def test_refusals(tmp_path, monkeypatch):
     (tmp_path / PATH.lstrip("/")).mkdir(parents=True)
     result, failed = _write(tmp_path, monkeypatch, content="x")
     assert failed and "is a directory" in result["msg"]
+
+
+def _sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_compare_and_swap_refuses_a_file_changed_meanwhile(tmp_path, monkeypatch):
+    target = tmp_path / PATH.lstrip("/")
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"read by the caller\n")
+    read = _sha256(b"read by the caller\n")
+    target.write_bytes(b"written by another run\n")
+    result, failed = _write(tmp_path, monkeypatch, content="mine\n", expect_sha256=read)
+    assert failed and result["msg"].startswith("%s changed on the node while this task ran (another run?); "
+                                               "nothing was written. Run the task again" % PATH)
+    assert target.read_bytes() == b"written by another run\n" and os.listdir(target.parent) == [target.name]
+
+    # The other run wrote exactly what this one wants: nothing to do, not a failure.
+    result, failed = _write(tmp_path, monkeypatch, content="written by another run\n", expect_sha256=read)
+    assert not failed and not result["changed"] and result["changes"] == []
+
+    result, failed = _write(tmp_path, monkeypatch, content="mine\n", expect_sha256=_sha256(target.read_bytes()))
+    assert not failed and result["changed"] and target.read_bytes() == b"mine\n"
+    assert result["changes"] == [{"path": PATH, "action": "updated"}]
+
+    target.unlink()
+    result, failed = _write(tmp_path, monkeypatch, content="mine\n", expect_sha256=read)
+    assert failed and "%s was removed on the node while this task ran" % PATH in result["msg"]
+    assert not target.exists()
+
+
+def test_compare_and_swap_refuses_a_file_that_appeared(tmp_path, monkeypatch):
+    result, failed = _write(tmp_path, monkeypatch, content="mine\n", expect_absent=True)
+    assert not failed and result["changes"] == [
+        {"path": "/etc", "action": "created"}, {"path": "/etc/containerd", "action": "created"},
+        {"path": PATH, "action": "created"}]
+    target = tmp_path / PATH.lstrip("/")
+    target.write_bytes(b"someone else's\n")
+    result, failed = _write(tmp_path, monkeypatch, content="mine\n", expect_absent=True)
+    assert failed and "%s appeared on the node while this task ran" % PATH in result["msg"]
+    assert target.read_bytes() == b"someone else's\n"
+    result, failed = _write(tmp_path, monkeypatch, content="x", expect_absent=True, expect_sha256="00")
+    assert failed and "mutually exclusive" in result["msg"]
+
+
+@needs_root
+def test_replace_keeps_owner_and_the_backup_keeps_mode_and_owner(tmp_path, monkeypatch):
+    target = tmp_path / PATH.lstrip("/")
+    target.parent.mkdir(parents=True)
+    target.write_text("old\n")
+    os.chown(target, 1234, 2345)
+    os.chmod(target, 0o600)
+    result, failed = _write(tmp_path, monkeypatch, content="new\n", backup=True)
+    assert not failed and result["changed"]
+    info = target.stat()
+    assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (1234, 2345, 0o600)
+    backup = (tmp_path / result["backup_file"].lstrip("/")).stat()
+    assert (backup.st_uid, backup.st_gid, stat.S_IMODE(backup.st_mode)) == (1234, 2345, 0o600)
+
+
+def test_a_second_run_waits_for_the_lock_then_fails_naming_the_holder(tmp_path, monkeypatch):
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY);"
+                               " fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
+                               str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        monkeypatch.setattr(node_fs, "DEFAULT_LOCK_TIMEOUT", 0.3)
+        result, failed = _write(tmp_path, monkeypatch, content="x")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert failed and "another run is changing this node" in result["msg"]
+    assert "pid %d" % holder.pid in result["msg"] and not (tmp_path / "etc").exists()
+
+
+WRITE_ON_CONSTRAINED_FS = """
+    import json
+    from module_runner import run_module
+    from ansible_collections.gpu_node.container_toolkit.plugins.modules import node_file_write
+    result, failed = run_module(node_file_write.main, {"host_root": ROOT, "path": "/config.toml",
+                                                       "content": "new" * 30000, "backup": True})
+    print(json.dumps({"failed": failed, "msg": result.get("msg"), "content": open(ROOT + "/config.toml").read(),
+                      "listing": sorted(os.listdir(ROOT))}))
+"""
+
+
+@needs_root
+@pytest.mark.parametrize("where", ["full disk", "read-only"])
+def test_a_write_that_cannot_be_made_leaves_the_old_file(tmp_path, where):
+    if where == "full disk":
+        out = constrained_fs.on_full_disk(tmp_path, WRITE_ON_CONSTRAINED_FS,
+                                          before="open(ROOT + '/config.toml', 'w').write('old')")
+        listing = [".filler", "config.toml"]
+    else:
+        (tmp_path / "config.toml").write_text("old")
+        out = constrained_fs.on_read_only(tmp_path, WRITE_ON_CONSTRAINED_FS)
+        listing = ["config.toml"]
+    found = json.loads(out.splitlines()[-1])
+    reason = "No space left on device" if where == "full disk" else "Read-only file system"
+    assert found["failed"] and reason in found["msg"] and "/config.toml" in found["msg"], found
+    assert found["content"] == "old" and found["listing"] == listing

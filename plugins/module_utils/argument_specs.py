@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+# Copyright: contributors to gpu_node.container_toolkit
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The argument specs of the action-backed modules, in one place.
+
+The action plugin validates a task's arguments with its module's spec, and the module file's
+``main()`` builds its ``AnsibleModule`` with the same spec, so ``ansible-test sanity`` compares
+it with the module's ``DOCUMENTATION``. Each function returns a fresh dict (callers may change it).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_config as tc
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import node_argument_spec
+
+DEFAULT_INSTALL_DIR = "/usr/local/nvidia/toolkit"
+
+
+def containerd_runtime():
+    return dict(
+        node_argument_spec(),
+        path={"type": "str", "default": cc.DEFAULT_PATH},
+        install_dir={"type": "path", "default": cc.DEFAULT_INSTALL_DIR},
+        runtimes={
+            "type": "list",
+            "elements": "dict",
+            "options": {"name": {"type": "str", "required": True}, "binary": {"type": "str", "required": True}},
+        },
+        runtime_type={"type": "str", "default": cc.DEFAULT_RUNTIME_TYPE},
+        set_as_default={"type": "bool", "default": False},
+        enable_cdi={"type": "bool"},
+        cdi_spec_dirs={"type": "list", "elements": "str"},
+        container_annotations={"type": "list", "elements": "str",
+                               "default": list(cc.DEFAULT_CONTAINER_ANNOTATIONS)},
+        config_version={"type": "str", "default": "auto", "choices": ["auto", "1", "2", "3", "4"]},
+        drop_in={"type": "str"},
+        state={"type": "str", "default": "present", "choices": ["present", "absent"]},
+        backup={"type": "bool", "default": False},
+        remove_backups={"type": "bool", "default": False},
+        validate={"type": "str"},
+    )
+
+
+def toolkit_config():
+    return dict(
+        node_argument_spec(),
+        path={"type": "str"},
+        install_dir={"type": "path", "default": tc.DEFAULT_INSTALL_DIR},
+        driver_root={"type": "str", "default": "auto"},
+        ldconfig={"type": "str", "default": "auto"},
+        runtime_mode={"type": "str", "default": "auto", "choices": list(tc.MODES), "aliases": ["mode"]},
+        runtimes={"type": "list", "elements": "str"},
+        containerd_config={"type": "str", "default": "/etc/containerd/config.toml"},
+        default_kind={"type": "str"},
+        annotation_prefixes={"type": "list", "elements": "str"},
+        spec_dirs={"type": "list", "elements": "str"},
+        settings={"type": "dict", "default": {}},
+        state={"type": "str", "default": "present", "choices": ["present", "absent"]},
+        backup={"type": "bool", "default": False},
+    )
+
+
+def toolkit_install():
+    return dict(
+        node_argument_spec(),
+        src={"type": "list", "elements": "str"},
+        remote_src={"type": "bool", "default": False},
+        checksum={"type": "list", "elements": "str", "no_log": False},
+        validate_certs={"type": "bool", "default": True},
+        install_dir={"type": "path", "default": DEFAULT_INSTALL_DIR},
+        state={"type": "str", "choices": ["present", "absent"], "default": "present"},
+        low_level_runtime={"type": "str", "default": "runc"},
+        config_path={"type": "path"},
+        exec_mount={"type": "bool", "default": False},
+    )
