@@ -18,3 +18,15 @@ attributes:
       - A second run with the same arguments on an unchanged node reports no change and
         leaves every file's bytes alone.
 """
+
+    # Modules listed in the action group "node" of meta/runtime.yml.
+    NODE_GROUP = r"""
+attributes:
+  action_group:
+    description:
+      - Use C(group/gpu_node.container_toolkit.node) in C(module_defaults) to set defaults for this
+        module and the collection's other node modules at once, such as O(host_root) for a whole play.
+    support: full
+    membership:
+      - gpu_node.container_toolkit.node
+"""

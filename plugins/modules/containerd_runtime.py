@@ -55,12 +55,17 @@ description:
     C(config.toml.tmpl) and head it C(DO NOT EDIT)) are refused with a message saying which file
     to edit instead. A file that starts with a UTF-8 byte order mark is refused with that reason.
   - containerd does not reload its config; restart it when RV(restart_required) is true.
+requirements:
+  - "On the controller: Python 3.11 or later (the edited text is checked with its C(tomllib)), or
+    C(tomlkit) 0.14 or later on older Pythons (C(pip install -r requirements.txt) installs it)."
+  - Nothing on the node beyond Python 3's standard library.
 author:
   - GPU node maintainers (@gpu-node)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gpu_node.container_toolkit.attributes
   - gpu_node.container_toolkit.node
+  - gpu_node.container_toolkit.attributes.NODE_GROUP
 attributes:
   check_mode:
     support: full

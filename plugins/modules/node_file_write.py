@@ -28,6 +28,7 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gpu_node.container_toolkit.attributes
   - gpu_node.container_toolkit.node
+  - gpu_node.container_toolkit.attributes.NODE_GROUP
 attributes:
   check_mode:
     support: full

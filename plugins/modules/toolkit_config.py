@@ -22,12 +22,17 @@ description:
     C(nvidia-container-runtime.mode), C(.runtimes), C(.modes.cdi.default-kind),
     C(.modes.cdi.annotation-prefixes), C(.modes.cdi.spec-dirs); C(nvidia-container-runtime-hook.path)
     and C(.skip-mode-detection); C(nvidia-ctk.path); and anything in O(settings)."
+requirements:
+  - "On the controller: Python 3.11 or later (the edited text is checked with its C(tomllib)), or
+    C(tomlkit) 0.14 or later on older Pythons (C(pip install -r requirements.txt) installs it)."
+  - Nothing on the node beyond Python 3's standard library.
 author:
   - GPU node maintainers (@gpu-node)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gpu_node.container_toolkit.attributes
   - gpu_node.container_toolkit.node
+  - gpu_node.container_toolkit.attributes.NODE_GROUP
 attributes:
   check_mode:
     support: full

@@ -1,13 +1,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import stat
 import subprocess
 import sys
 
-import constrained_fs
+import confined
 import pytest
 from module_runner import run_module
 
@@ -154,29 +153,14 @@ def test_a_second_run_waits_for_the_lock_then_fails_naming_the_holder(tmp_path, 
     assert "pid %d" % holder.pid in result["msg"] and not (tmp_path / "etc").exists()
 
 
-WRITE_ON_CONSTRAINED_FS = """
-    import json
-    from module_runner import run_module
-    from ansible_collections.gpu_node.container_toolkit.plugins.modules import node_file_write
-    result, failed = run_module(node_file_write.main, {"host_root": ROOT, "path": "/config.toml",
-                                                       "content": "new" * 30000, "backup": True})
-    print(json.dumps({"failed": failed, "msg": result.get("msg"), "content": open(ROOT + "/config.toml").read(),
-                      "listing": sorted(os.listdir(ROOT))}))
-"""
-
-
 @needs_root
 @pytest.mark.parametrize("where", ["full disk", "read-only"])
 def test_a_write_that_cannot_be_made_leaves_the_old_file(tmp_path, where):
-    if where == "full disk":
-        out = constrained_fs.on_full_disk(tmp_path, WRITE_ON_CONSTRAINED_FS,
-                                          before="open(ROOT + '/config.toml', 'w').write('old')")
-        listing = [".filler", "config.toml"]
-    else:
-        (tmp_path / "config.toml").write_text("old")
-        out = constrained_fs.on_read_only(tmp_path, WRITE_ON_CONSTRAINED_FS)
-        listing = ["config.toml"]
-    found = json.loads(out.splitlines()[-1])
+    (tmp_path / "config.toml").write_text("old")
+    setup = confined.full_disk(tmp_path) if where == "full disk" else confined.read_only(tmp_path)
+    args = {"host_root": str(tmp_path), "path": "/config.toml", "content": "new" * 30000, "backup": True}
+    result, seen = confined.run_confined("node_file_write", args, setup, look=[tmp_path / "config.toml", tmp_path])
     reason = "No space left on device" if where == "full disk" else "Read-only file system"
-    assert found["failed"] and reason in found["msg"] and "/config.toml" in found["msg"], found
-    assert found["content"] == "old" and found["listing"] == listing
+    assert result["_rc"] != 0 and reason in result["msg"] and "/config.toml" in result["msg"], result
+    assert seen[str(tmp_path / "config.toml")] == "old"
+    assert seen[str(tmp_path)] == ([".filler", "config.toml"] if where == "full disk" else ["config.toml"])
