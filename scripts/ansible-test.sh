@@ -48,13 +48,16 @@ PY
 fi
 
 # ansible-test wants a real ansible_collections/<ns>/<name> directory as its working directory:
-# copy the checkout's files there as git sees them (no .cache/.venv; symlinks are not followed).
+# copy the checkout's files there as git sees them (no .cache/.venv; symlinks are not followed;
+# files deleted but not yet committed are left out).
 # It must sit outside this git checkout, or ansible-test lists files through git and sees none.
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/gpu_node-ansible-test.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 tree="$scratch/ansible_collections/gpu_node/container_toolkit"
 mkdir -p "$tree"
-(cd "$repo" && git ls-files -co --exclude-standard -z | xargs -0 cp -a --parents -t "$tree")
+(cd "$repo" && git ls-files -co --exclude-standard -z |
+  while IFS= read -r -d '' file; do [ -e "$file" ] || [ -L "$file" ] && printf '%s\0' "$file"; done |
+  xargs -0 cp -a --parents -t "$tree")
 cd "$tree"
 
 rc=0

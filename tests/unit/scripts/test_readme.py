@@ -133,6 +133,7 @@ def test_playbooks_modules_and_roles_named_in_the_readme_exist():
     known = {p.stem for p in (REPO / "playbooks").glob("*.yml")} | {p.stem for p in (REPO / "plugins" / "modules").glob("*.py")}
     known |= {p.name for p in (REPO / "roles").iterdir() if (p / "meta" / "argument_specs.yml").is_file()}
     known |= {p.stem for p in (REPO / "plugins" / "doc_fragments").glob("*.py")}
+    known |= {p.stem for p in (REPO / "plugins" / "filter").glob("*.py")}
     assert {"site", "verify", "uninstall"} <= names
     assert names <= known, "README.md names %s, which the collection does not have" % sorted(names - known)
 

@@ -139,8 +139,8 @@ def test_choose_driver_root_auto(existing, expected):
 
 def test_choose_driver_root_explicit_and_none_found():
     assert tc.choose_driver_root("home/kubernetes/bin/nvidia/", []) == (COS_ROOT, "driver_root option")
-    with pytest.raises(tc.ToolkitConfigError, match=r"driver_root=auto found no libcuda\.so\.1 under "
-                                                     r"/run/nvidia/driver, .*set driver_root"):
+    with pytest.raises(tc.ToolkitConfigError,
+                       match=r"driver_root=auto found no libcuda\.so\.1 under /run/nvidia/driver, .*set driver_root"):
         tc.choose_driver_root("auto", ["/usr/lib/x86_64-linux-gnu/libcuda.so"])
 
 
