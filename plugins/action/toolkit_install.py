@@ -1,12 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: contributors to gpu_node.container_toolkit
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Controller half of ``toolkit_install``: fetch and check the sources, unpack the packages,
-send the node one plain tarball, and run the module on it with ``remote_src``."""
+"""Controller half of ``toolkit_install``: fetch and check the sources, read them with the one
+source reader (:mod:`...module_utils.toolkit_source`, which the node uses too), send the node one
+plain tarball, and run the module on it with ``remote_src``."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import posixpath
 import shutil
@@ -14,12 +14,10 @@ import tempfile
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_native
-from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.module_utils.urls import open_url
-from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import archive_safety
-from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import archives
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import argument_specs, toolkit_source
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
 
 MODULE = "gpu_node.container_toolkit.toolkit_install"
 URL_SCHEMES = ("http://", "https://", "ftp://")
@@ -34,16 +32,8 @@ def _as_list(value):
     return [to_native(value)]
 
 
-def _digest(path, algorithm):
-    digest = hashlib.new(algorithm)
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = True
+class ActionModule(NodeActionBase):
+    argument_spec = staticmethod(argument_specs.toolkit_install)
 
     def _download(self, url, workdir, index, validate_certs):
         target = os.path.join(workdir, "download-%d" % index)
@@ -56,23 +46,13 @@ class ActionModule(ActionBase):
         return target
 
     def _local_sources(self, args, workdir):
-        """Local paths of every src item, downloaded and checksum-verified."""
-        sources = _as_list(args.get("src"))
-        checksums = _as_list(args.get("checksum"))
-        if not sources:
+        """The tree of every src item, downloaded and checksum-verified, merged in order."""
+        pairs = toolkit_source.pair_checksums(_as_list(args.get("src")), _as_list(args.get("checksum")))
+        if not pairs:
             raise AnsibleActionFail("src is required when state=present")
-        if checksums and len(checksums) != len(sources):
-            raise AnsibleActionFail("checksum has %d items but src has %d: give one per src item, in order"
-                                    % (len(checksums), len(sources)))
-        validate_certs = boolean(args.get("validate_certs", True), strict=False)
-        paths = []
-        for index, src in enumerate(sources):
-            expected = None
-            if checksums:
-                try:
-                    expected = archive_safety.parse_checksum(checksums[index])
-                except ValueError as exc:
-                    raise AnsibleActionFail(to_native(exc)) from None
+        validate_certs = args["validate_certs"]
+        trees = []
+        for index, (src, expected) in enumerate(pairs):
             if src.startswith(URL_SCHEMES):
                 if expected is None:
                     raise AnsibleActionFail("src %s is a URL: set checksum (sha256:<hex>) for it" % src)
@@ -82,22 +62,16 @@ class ActionModule(ActionBase):
                     path = self._find_needle("files", os.path.expanduser(src))
                 except Exception as exc:
                     raise AnsibleActionFail("src %s not found on the controller: %s" % (src, to_native(exc))) from None
-                if os.path.isdir(path) and expected is not None:
-                    raise AnsibleActionFail("checksum cannot be checked for the directory %s" % src)
-            if expected is not None:
-                actual = _digest(path, expected[0])
-                if actual != expected[1]:
-                    raise AnsibleActionFail("checksum mismatch for %s: expected %s:%s, got %s:%s; nothing was written"
-                                            % (src, expected[0], expected[1], expected[0], actual))
-            paths.append((src, path))
-        return paths
+            toolkit_source.verify_checksum(path, src, expected)
+            trees.append(toolkit_source.read_source(path, src))
+        return toolkit_source.merge(trees)
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        args = dict(self._task.args)
-        state = args.get("state", "present")
-        remote_src = boolean(args.get("remote_src", False), strict=False)
+        args = self.task_args()
+        state = args["state"]
+        remote_src = args["remote_src"]
         if state != "present" or remote_src:
             result.update(self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars))
             return result
@@ -105,11 +79,11 @@ class ActionModule(ActionBase):
         workdir = tempfile.mkdtemp(prefix="gpu_node-toolkit-")
         try:
             try:
-                member_lists = [archives.read_source(path) for _src, path in self._local_sources(args, workdir)]
-            except archives.ArchiveError as exc:
-                raise AnsibleActionFail("%s; nothing was written" % to_native(exc)) from None
+                tree = self._local_sources(args, workdir)
+            except toolkit_source.SourceError as exc:
+                raise AnsibleActionFail(to_native(exc)) from None
             payload = os.path.join(workdir, PAYLOAD_NAME)
-            archives.write_payload(archives.merge(member_lists), payload)
+            toolkit_source.write_payload(tree, payload)
 
             remote_tmp = self._make_tmp_path()
             remote_payload = posixpath.join(remote_tmp, PAYLOAD_NAME)

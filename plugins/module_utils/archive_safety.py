@@ -15,7 +15,10 @@ import posixpath
 import re
 import stat
 
-MEMBER_KINDS = ("file", "dir", "symlink", "hardlink", "char", "block", "fifo", "socket", "other")
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import FILE_TYPES
+
+# node_fs's file types, and a tar archive's hard links.
+MEMBER_KINDS = FILE_TYPES + ("hardlink", "other")
 CHECKSUM_ALGORITHMS = ("sha256", "sha384", "sha512", "sha224", "sha1", "md5")
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
 
@@ -46,7 +49,7 @@ def link_target_inside(name, target):
 
 def tar_member_kind(info):
     """The MEMBER_KINDS name of a ``tarfile.TarInfo`` (duck-typed: no tarfile import needed)."""
-    for test, kind in (("issym", "symlink"), ("islnk", "hardlink"), ("isdir", "dir"), ("isreg", "file"),
+    for test, kind in (("issym", "symlink"), ("islnk", "hardlink"), ("isdir", "directory"), ("isreg", "file"),
                        ("ischr", "char"), ("isblk", "block"), ("isfifo", "fifo")):
         if getattr(info, test)():
             return kind

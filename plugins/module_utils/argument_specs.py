@@ -6,6 +6,7 @@
 The action plugin validates a task's arguments with its module's spec, and the module file's
 ``main()`` builds its ``AnsibleModule`` with the same spec, so ``ansible-test sanity`` compares
 it with the module's ``DOCUMENTATION``. Each function returns a fresh dict (callers may change it).
+(``cdi_spec``'s, shared by the module and the node's own generator, is ``cdi_files.argument_spec``.)
 """
 
 from __future__ import annotations

@@ -56,6 +56,13 @@ def wanted_nodes(devices, nodes="control"):
     return wanted, skipped
 
 
+# The words of node_fs's file-type vocabulary that read badly on their own in a message.
+TYPE_WORDS = {"file": "regular file"}
+
+# plan()'s actions, as the result's ``changes`` name them.
+CHANGE_ACTIONS = {"create": "created", "replace": "replaced", "chmod": "mode_changed"}
+
+
 def describe(found):
     """Short text for an observed node: ``char 195:255 0666``, ``regular file``, ``missing``."""
     if found is None:
@@ -64,15 +71,16 @@ def describe(found):
         return "char %d:%d %04o" % (found["major"], found["minor"], found["mode"])
     if found["type"] == "block":
         return "block %d:%d" % (found["major"], found["minor"])
-    return found["type"]
+    return TYPE_WORDS.get(found["type"], found["type"])
 
 
 def plan(wanted, found):
     """Compare ``wanted`` nodes with what exists.
 
-    ``found`` maps a node name to ``None`` (absent) or ``{"type": "char"|"block"|"file"|"directory"|
-    "symlink"|..., "major", "minor", "mode"}``. Returns a list of
-    ``{"name", "action": "create"|"replace"|"chmod"|"ok", "reason", "want", "found"}``.
+    ``found`` maps a node name to ``None`` (absent) or what ``node_fs.NodeRoot.observe`` says:
+    ``{"type": "char"|"block"|"file"|"directory"|"symlink"|"fifo"|"socket", "major", "minor", "mode"}``.
+    Returns a list of ``{"name", "action": "create"|"replace"|"chmod"|"ok"|"refuse", "reason", "want",
+    "found"}``.
     A symlink is left alone when it is one (udev and some runtimes link nodes), so is a directory:
     replacing either could destroy something we did not make.
     """

@@ -10,13 +10,12 @@ it returns is a host path: ``host_root`` never appears in the result.
 
 from __future__ import annotations
 
-import glob
+import fnmatch
 import os
 import posixpath
 import re
-import stat
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import elf, ldcache, node_model, procfs
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import elf, ldcache, node_fs, node_model, procfs
 
 BINARY_NAMES = (
     "nvidia-smi",
@@ -48,7 +47,6 @@ NVIDIA_LIBRARY_NAME_RE = re.compile(r"^(libcuda|libnv[\w-]*|lib\w*_nvidia)\.so(\
 VERSION_SUFFIX_RE = re.compile(r"^\d+\.\d+(\.\d+)?$")
 # How many names a warning lists before it says "and N more" (the whole list is result data).
 MESSAGE_NAMES = 3
-MAX_SYMLINKS = 40
 # One read that holds the ELF and program headers (and, in small libraries, everything else).
 ELF_HEAD_SIZE = 4096
 
@@ -66,35 +64,17 @@ class DiscoveryError(Exception):
 
 
 def resolve_in_root(root, path):
-    """Resolve symlinks in ``path`` as if ``root`` were ``/`` (chroot semantics).
+    """Resolve symlinks in ``path`` as if ``root`` were ``/`` (chroot semantics), with
+    :meth:`node_fs.NodeRoot.resolve`.
 
     ``root`` is a directory on this machine; ``path`` an absolute path inside it. Returns the
     resolved path inside ``root`` (not including it). Absolute link targets stay inside ``root``.
+    A link loop raises DiscoveryError.
     """
-    parts = [p for p in node_model.normalize_host_path(path).split("/") if p]
-    resolved = []
-    hops = 0
-    while parts:
-        part = parts.pop(0)
-        if part == ".":
-            continue
-        if part == "..":
-            if resolved:
-                resolved.pop()
-            continue
-        candidate = "/" + "/".join(resolved + [part])
-        full = node_model.node_path(root, candidate)
-        if os.path.islink(full):
-            hops += 1
-            if hops > MAX_SYMLINKS:
-                raise DiscoveryError("too many levels of symbolic links at %s" % candidate)
-            target = os.readlink(full)
-            if target.startswith("/"):
-                resolved = []
-            parts = [p for p in target.split("/") if p] + parts
-            continue
-        resolved.append(part)
-    return "/" + "/".join(resolved)
+    try:
+        return node_fs.NodeRoot(root).resolve(path)
+    except node_fs.NodeFsError as exc:
+        raise DiscoveryError(str(exc)) from None
 
 
 def some(names, limit=MESSAGE_NAMES):
@@ -109,6 +89,7 @@ def some(names, limit=MESSAGE_NAMES):
 class _Discovery:
     def __init__(self, host_root, library_search_paths):
         self.host_root = host_root
+        self.node = node_fs.NodeRoot(host_root)
         self.search_paths = list(library_search_paths)
         self.warnings = []
         # The driver root as named (by the option or auto-detection) and where it really is, both
@@ -117,11 +98,14 @@ class _Discovery:
         self.dangling = []
 
     def on_node(self, host_path):
-        return node_model.node_path(self.host_root, host_path)
+        return self.node.path(host_path)
 
     def real(self, host_path):
         """``host_path`` with every symlink resolved inside host_root, as the node resolves it."""
-        return resolve_in_root(self.host_root, host_path)
+        try:
+            return self.node.resolve(host_path)
+        except node_fs.NodeFsError as exc:
+            raise DiscoveryError(str(exc)) from None
 
     def here(self, host_path):
         """Where this machine finds ``host_path``, links resolved inside host_root (never outside it)."""
@@ -134,15 +118,22 @@ class _Discovery:
             return node_model.join_host(self.named_root, relative)
         return real_path
 
-    def exists(self, host_path):
-        return os.path.exists(self.on_node(host_path))
-
     def read_text(self, host_path):
+        """The text of ``host_path`` (links resolved inside host_root), or None when it cannot be read."""
         try:
-            with open(self.on_node(host_path), encoding="utf-8", errors="replace") as handle:
-                return handle.read()
-        except OSError:
+            return self.node.read_text(self.real(host_path))
+        except (node_fs.NodeFsError, DiscoveryError):
             return None
+
+    def names(self, real_dir, pattern="*"):
+        """Sorted names in ``real_dir`` (a host path, links already resolved) that match the glob
+        ``pattern``; hidden names only when the pattern starts with a dot, as in a shell."""
+        try:
+            names = self.node.list_dir(real_dir)
+        except OSError:
+            return []
+        return [name for name in names if fnmatch.fnmatchcase(name, pattern)
+                and (pattern.startswith(".") or not name.startswith("."))]
 
     def describe(self, host_path):
         """``X``, or ``X (a link to Y)`` when ``X`` resolves elsewhere inside host_root."""
@@ -159,10 +150,10 @@ class _Discovery:
             return []
         for directory in self.library_dirs(real_root):
             try:
-                names = os.listdir(self.here(directory))
-            except OSError:
+                names = self.names(self.real(directory))
+            except DiscoveryError:
                 continue
-            found = sorted(name for name in names if name.startswith(node_model.DRIVER_MARKER_PREFIX))
+            found = [name for name in names if name.startswith(node_model.DRIVER_MARKER_PREFIX)]
             if found:
                 return [posixpath.join(directory, name) for name in found]
         return [path for name, path in self.ld_cache_entries(real_root, quiet=True) if name.startswith("libcuda.so.")]
@@ -240,8 +231,8 @@ class _Discovery:
             for rel in self.search_paths:
                 directory = node_model.join_host(self.real_root, rel)
                 try:
-                    names = sorted(os.listdir(self.here(directory)))
-                except (OSError, DiscoveryError):
+                    names = self.names(self.real(directory))
+                except DiscoveryError:
                     continue
                 for name in names:
                     suffix = name[len(prefix):]
@@ -291,13 +282,15 @@ class _Discovery:
     # --- libraries ---------------------------------------------------------------------
     def ld_cache_entries(self, driver_root, quiet=False):
         cache = node_model.join_host(driver_root, "etc/ld.so.cache")
-        path = self.on_node(cache)
-        if not os.path.isfile(path):
+        try:
+            real = self.real(cache)
+        except DiscoveryError:
+            return []
+        if not os.path.isfile(self.on_node(real)):
             return []
         try:
-            with open(path, "rb") as handle:
-                return ldcache.parse(handle.read())
-        except (OSError, ldcache.LdCacheError) as exc:
+            return ldcache.parse(self.node.read_bytes(real))
+        except (node_fs.NodeFsError, ldcache.LdCacheError) as exc:
             if not quiet:
                 self.warnings.append("ignoring %s: %s" % (self.named(cache), exc))
             return []
@@ -343,26 +336,26 @@ class _Discovery:
         for directory in self.library_dirs(self.real_root):
             try:
                 real_dir = self.real(directory)
-                entries = sorted(os.scandir(self.on_node(real_dir)), key=lambda e: e.name)
-            except (OSError, DiscoveryError):
+            except DiscoveryError:
                 continue
-            for entry in entries:
-                ours = is_driver_library(entry.name)
-                if entry.is_symlink():
-                    if not (ours or NVIDIA_LIBRARY_NAME_RE.match(entry.name)):
-                        continue
-                    link = posixpath.join(real_dir, entry.name)
+            for name in self.names(real_dir):
+                ours = is_driver_library(name)
+                if not (ours or NVIDIA_LIBRARY_NAME_RE.match(name)):
+                    continue
+                path = posixpath.join(real_dir, name)
+                entry = self.node.observe(path) or {}
+                if entry.get("type") == "symlink":
                     try:
-                        real = self.real(link)
+                        real = self.real(path)
                     except DiscoveryError as exc:
-                        self.warnings.append("skipping library %s: %s" % (self.named(link), exc))
+                        self.warnings.append("skipping library %s: %s" % (self.named(path), exc))
                         continue
                     if not os.path.isfile(self.on_node(real)):
-                        dangling.setdefault(self.named(link), os.readlink(entry.path))
+                        dangling.setdefault(self.named(path), entry["target"])
                     elif ours and is_driver_library(posixpath.basename(real)):
                         add(real)
-                elif ours and entry.is_file():
-                    add(posixpath.join(real_dir, entry.name), entry.path)
+                elif ours and entry.get("type") == "file":
+                    add(path, self.on_node(path))
         for _name, path in self.ld_cache_entries(self.real_root):
             in_driver = resolve_in_root(self.on_node(self.real_root), path)
             try:
@@ -405,8 +398,7 @@ class _Discovery:
         for directory in FIRMWARE_DIRS:
             rel = posixpath.join(directory, version)
             real_dir = self.real(node_model.join_host(self.real_root, rel))
-            for path in sorted(glob.glob(os.path.join(glob.escape(self.on_node(real_dir)), "gsp*.bin"))):
-                name = os.path.basename(path)
+            for name in self.names(real_dir, "gsp*.bin"):
                 found.setdefault(self.real(posixpath.join(real_dir, name)),
                                  node_model.join_host(self.named_root, rel, name))
         return sorted(found.values())
@@ -415,8 +407,7 @@ class _Discovery:
         found = {}
         for directory, pattern in CONFIG_FILE_GLOBS:
             real_dir = self.real(node_model.join_host(self.real_root, directory))
-            for path in sorted(glob.glob(os.path.join(glob.escape(self.on_node(real_dir)), pattern))):
-                name = os.path.basename(path)
+            for name in self.names(real_dir, pattern):
                 real = self.real(posixpath.join(real_dir, name))
                 if os.path.isfile(self.on_node(real)):
                     found.setdefault(real, node_model.join_host(self.named_root, directory, name))
@@ -427,22 +418,21 @@ class _Discovery:
         found = {}
         roots = ["/"] if self.named_root == "/" else ["/", self.named_root]
         for root in roots:
-            for path, wanted in [(p, stat.S_ISSOCK) for p in IPC_SOCKETS] + [(p, stat.S_ISDIR) for p in IPC_DIRS]:
+            for path, wanted in [(p, "socket") for p in IPC_SOCKETS] + [(p, "directory") for p in IPC_DIRS]:
                 host_path = node_model.join_host(root, path)
                 try:
                     real = self.real(host_path)
-                    if wanted(os.stat(self.on_node(real)).st_mode):
-                        found.setdefault(real, host_path)
-                except (OSError, DiscoveryError):
-                    pass
+                except DiscoveryError:
+                    continue
+                if (self.node.observe(real) or {}).get("type") == wanted:
+                    found.setdefault(real, host_path)
         return list(found.values())
 
     # --- kernel side -------------------------------------------------------------------
     def gpus(self):
-        base = self.on_node("/proc/driver/nvidia/gpus")
         try:
-            bus_dirs = sorted(os.listdir(base))
-        except OSError:
+            bus_dirs = self.names(self.real("/proc/driver/nvidia/gpus"))
+        except DiscoveryError:
             return []
         gpus = []
         for bus in bus_dirs:
@@ -464,25 +454,23 @@ class _Discovery:
         """NVIDIA character devices under ``dev_root`` (links in it resolved inside host_root);
         ``host_path`` is under ``dev_root`` as named."""
         nodes = []
-        try:
-            base = self.here(dev_root)
-        except DiscoveryError:
-            return nodes
         for pattern in DEVICE_GLOBS:
-            for path in sorted(glob.glob(os.path.join(glob.escape(base), pattern))):
-                try:
-                    info = os.lstat(path)
-                except OSError:
+            directory, name_pattern = posixpath.split(pattern)
+            try:
+                real_dir = self.real(node_model.join_host(dev_root, directory))
+            except DiscoveryError:
+                continue
+            for name in self.names(real_dir, name_pattern):
+                info = self.node.observe(posixpath.join(real_dir, name))
+                if info is None or info["type"] != "char":
                     continue
-                if not stat.S_ISCHR(info.st_mode):
-                    continue
-                container = "/" + os.path.relpath(path, base)
+                container = "/" + posixpath.join(directory, name)
                 nodes.append({
                     "path": container,
                     "host_path": node_model.join_host(dev_root, container),
-                    "major": os.major(info.st_rdev),
-                    "minor": os.minor(info.st_rdev),
-                    "mode": "%04o" % stat.S_IMODE(info.st_mode),
+                    "major": info["major"],
+                    "minor": info["minor"],
+                    "mode": "%04o" % info["mode"],
                 })
         return nodes
 
@@ -501,6 +489,27 @@ class _Discovery:
             return True
         text = self.read_text("/proc/modules")
         return text is not None and "nvidia" in procfs.parse_modules(text)
+
+
+def auto_dev_root(host_root, driver_root="auto", library_search_paths=None):
+    """``(dev_root, how it was chosen)`` for ``dev_root: auto``, as :func:`discover_node` chooses it,
+    without discovering the rest: ``driver_root`` when it holds ``dev/nvidiactl``, else ``/``.
+
+    When ``driver_root`` is ``auto`` and no driver root is found, the host's ``/dev`` (``/``): the
+    kernel side may be there without the user-space files. A ``driver_root`` that is set but is
+    not a directory raises DiscoveryError.
+    """
+    if library_search_paths is None:
+        library_search_paths = node_model.DEFAULT_LIBRARY_SEARCH_PATHS
+    node = _Discovery(host_root, library_search_paths)
+    try:
+        node.named_root, node.real_root, _source = node.resolve_driver_root(driver_root)
+    except DiscoveryError:
+        if driver_root != "auto":
+            raise
+        return "/", "host /dev (no driver root found under host_root %s)" % host_root
+    dev_root, source, _warned = node.resolve_dev_root("auto")
+    return dev_root, source
 
 
 def discover_node(host_root, driver_root="auto", dev_root="auto", library_search_paths=None):

@@ -19,6 +19,8 @@ BASE_CONFIG = "containerd-base.toml"
 SPEC_DIR = "cdi"
 FILE_MODE = 0o644
 EXEC_MODE = 0o755
+# plan()'s steps, as the module's ``changes`` name them.
+CHANGE_ACTIONS = {"create": "created", "update": "updated", "chmod": "mode_changed", "remove": "removed"}
 
 
 def spec_copy_name(spec_host_path):

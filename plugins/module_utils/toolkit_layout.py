@@ -13,15 +13,20 @@ An install directory holds, like the upstream installer leaves it:
   ``.so.1`` links;
 - a manifest of all of the above, so that removal takes exactly what was installed.
 
-A *source tree* is a mapping of relative paths to ``{"type": "file"|"link"|"dir", "target": ...}``
-(the shape of the unpacked packages: ``usr/bin/...``, ``usr/lib/x86_64-linux-gnu/...``).
+A *source tree* is what :mod:`toolkit_source` reads: relative paths mapped to ``{"type": "file"
+| "symlink" | "directory", "target": ...}`` (:mod:`node_fs`'s words), shaped like the unpacked
+packages (``usr/bin/...``, ``usr/lib/x86_64-linux-gnu/...``). What ``install_dir`` holds is
+compared in the same words, as :meth:`node_fs.NodeRoot.observe` gives them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import posixpath
 import re
+
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import MAX_LINK_HOPS
 
 # name -> wrapper kind
 WRAPPED = (
@@ -47,7 +52,6 @@ STAGING_PREFIX = ".toolkit-staging-"
 MANIFEST_FORMAT = 1
 EXEC_MODE = 0o755
 LIBRARY_MODE = 0o644
-MAX_LINK_HOPS = 40
 DEFAULT_CONFIG_RELPATH = ".config/nvidia-container-runtime/config.toml"
 WRITER = "gpu_node.container_toolkit.toolkit_install"
 
@@ -68,19 +72,21 @@ def default_config_path(install_dir):
 
 
 def resolve(tree, relpath):
-    """Follow links inside ``tree`` from ``relpath``; the relative path of a file, or None.
+    """Follow links inside ``tree`` (a dict, not the filesystem) from ``relpath``; the relative
+    path of a file, or None.
 
     Absolute link targets are taken relative to the tree's root; a target leaving the tree
-    resolves to None (the archive checks refuse such links before this is reached).
+    resolves to None (the archive checks refuse such links before this is reached). The hop
+    limit is node_fs's, the kernel's.
     """
     path = relpath
-    for _hop in range(MAX_LINK_HOPS):
+    for _hop in range(MAX_LINK_HOPS + 1):  # the file itself, after at most MAX_LINK_HOPS links
         entry = tree.get(path)
         if entry is None:
             return None
         if entry["type"] == "file":
             return path
-        if entry["type"] != "link":
+        if entry["type"] != "symlink":
             return None
         target = entry["target"]
         joined = target.lstrip("/") if target.startswith("/") else posixpath.join(posixpath.dirname(path), target)
@@ -163,7 +169,7 @@ def desired_entries(sources, install_dir, low_level_runtime="runc", config_path=
     """What ``install_dir`` should hold, by name.
 
     Values: ``{"type": "file", "source": tree path, "mode"}`` (content from the source tree),
-    ``{"type": "file", "content": bytes, "mode"}`` (a wrapper) or ``{"type": "link", "target"}``.
+    ``{"type": "file", "content": bytes, "mode"}`` (a wrapper) or ``{"type": "symlink", "target"}``.
     """
     entries = {}
     kinds = dict(WRAPPED)
@@ -179,16 +185,27 @@ def desired_entries(sources, install_dir, low_level_runtime="runc", config_path=
         else:
             entries[name] = {"type": "file", "source": source, "mode": LIBRARY_MODE}
             library = _VERSIONED_LIB.match(name).group(1)
-            entries[library + LIBRARY_SONAME_SUFFIX] = {"type": "link", "target": name}
+            entries[library + LIBRARY_SONAME_SUFFIX] = {"type": "symlink", "target": name}
     if TOOLKIT_LINK[1] in sources:
-        entries[TOOLKIT_LINK[0]] = {"type": "link", "target": TOOLKIT_LINK[1]}
+        entries[TOOLKIT_LINK[0]] = {"type": "symlink", "target": TOOLKIT_LINK[1]}
+    return entries
+
+
+def fill_contents(entries, read):
+    """Give every file entry its ``content`` (``read(source path)`` for those from the source
+    tree) and ``sha256``; ``entries`` is changed in place and returned."""
+    for entry in entries.values():
+        if entry["type"] == "file":
+            if "content" not in entry:
+                entry["content"] = read(entry["source"])
+            entry["sha256"] = hashlib.sha256(entry["content"]).hexdigest()
     return entries
 
 
 def _same(want, have, owner):
     if have is None or have["type"] != want["type"]:
         return False
-    if want["type"] == "link":
+    if want["type"] == "symlink":
         return have["target"] == want["target"] and (owner is None or have.get("uid") == owner[0])
     return have["sha256"] == want["sha256"]
 
@@ -196,9 +213,9 @@ def _same(want, have, owner):
 def plan(desired, current, previous_names, owner=None):
     """Compare the wanted entries with what ``install_dir`` holds.
 
-    ``desired``: name -> ``{"type": "file", "sha256", "mode"}`` or ``{"type": "link", "target"}``.
-    ``current``: name -> ``None`` or ``{"type": "file"|"link"|"dir"|"other", "sha256", "mode",
-    "uid", "gid", "target"}`` for every desired or previously installed name.
+    ``desired``: name -> ``{"type": "file", "sha256", "mode"}`` or ``{"type": "symlink", "target"}``.
+    ``current``: name -> ``None`` or what :meth:`node_fs.NodeRoot.observe` says (``type``,
+    ``sha256``, ``mode``, ``uid``, ``gid``, ``target``) for every desired or previously installed name.
     ``previous_names``: names in the old manifest. ``owner``: ``(uid, gid)`` files must have, or None.
 
     Returns ``{"add", "update", "metadata", "remove", "unchanged", "conflicts"}``, lists of names.
@@ -210,7 +227,7 @@ def plan(desired, current, previous_names, owner=None):
         have = current.get(name)
         if have is None:
             result["add"].append(name)
-        elif have["type"] in ("dir", "other"):
+        elif have["type"] not in ("file", "symlink"):
             result["conflicts"].append(name)
         elif not _same(want, have, owner):
             result["update"].append(name)
@@ -221,16 +238,42 @@ def plan(desired, current, previous_names, owner=None):
             result["unchanged"].append(name)
     for name in sorted(set(previous_names) - set(desired)):
         have = current.get(name)
-        if have is not None and have["type"] in ("file", "link"):
+        if have is not None and have["type"] in ("file", "symlink"):
             result["remove"].append(name)
     return result
+
+
+def swap_set(entries, steps, manifest_text=None):
+    """What :meth:`node_fs.NodeRoot.swap_in` gets for a ``plan``: the new and changed entries,
+    then the names to remove, then the manifest (when it changes). The manifest comes last: a run
+    killed half-way leaves the old one, which still lists every file that run may have left."""
+    wanted = {}
+    for name in steps["add"] + steps["update"] + steps["metadata"]:
+        entry = entries[name]
+        wanted[name] = ({"type": "symlink", "target": entry["target"]} if entry["type"] == "symlink"
+                        else {"type": "file", "data": entry["content"], "mode": entry["mode"]})
+    wanted.update((name, None) for name in steps["remove"])
+    if manifest_text is not None:
+        wanted[MANIFEST_NAME] = {"type": "file", "data": manifest_text.encode("utf-8"), "mode": LIBRARY_MODE}
+    return wanted
+
+
+def changes(install_dir, steps, dirs_created=(), manifest_action=None):
+    """The result's ``changes``: ``{"path": host path, "action"}`` for each directory created,
+    entry created, updated or removed, and the manifest."""
+    out = [{"path": d, "action": "created"} for d in dirs_created]
+    for key, action in (("add", "created"), ("update", "updated"), ("metadata", "updated"), ("remove", "removed")):
+        out += [{"path": posixpath.join(install_dir, name), "action": action} for name in steps.get(key, ())]
+    if manifest_action:
+        out.append({"path": posixpath.join(install_dir, MANIFEST_NAME), "action": manifest_action})
+    return out
 
 
 def describe(entry):
     """One line for the diff: ``file 0755 sha256:0123456789ab`` or ``link -> target``."""
     if entry is None:
         return "absent"
-    if entry["type"] == "link":
+    if entry["type"] == "symlink":
         return "link -> %s" % entry["target"]
     if entry["type"] == "file":
         return "file %04o sha256:%s" % (entry["mode"], entry["sha256"][:12])
@@ -247,8 +290,8 @@ def render_manifest(install_dir, entries, created_dirs=()):
     files = {}
     for name in sorted(entries):
         entry = entries[name]
-        if entry["type"] == "link":
-            files[name] = {"type": "link", "target": entry["target"]}
+        if entry["type"] == "symlink":
+            files[name] = {"type": "link", "target": entry["target"]}  # format 1's word for a symlink
         else:
             files[name] = {"type": "file", "sha256": entry["sha256"], "mode": "%04o" % entry["mode"]}
     document = {

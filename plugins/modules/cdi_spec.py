@@ -54,21 +54,24 @@ options:
     type: str
     choices: [present, absent]
     default: present
-  mode:
+  spec_mode:
     description:
-      - V(management) writes kind C(management.nvidia.com/gpu) with one device, C(all), that holds
+      - Which spec to write. V(management) writes kind C(management.nvidia.com/gpu) with one device, C(all), that holds
         every NVIDIA device node under O(dev_root) (not C(nvidia-fs*), C(nvidia-nvswitch*) or
         C(nvidia-nvlink*)); for management containers such as device plugins and monitoring agents.
       - V(gpu) writes kind C(nvidia.com/gpu) with one device per GPU, under each name of
         O(device_name_strategy), its MIG instances when capability nodes exist, and an C(all) device
         unless O(all_device=false). The control nodes (C(nvidiactl), C(nvidia-uvm),
         C(nvidia-uvm-tools), C(nvidia-modeset)) go into the spec-level edits.
+      - O(mode) is its former name (after C(nvidia-ctk cdi generate --mode)), kept as an alias
+        (elsewhere in Ansible C(mode) means file permissions).
     type: str
     choices: [management, gpu]
     default: management
+    aliases: [mode]
   device_name_strategy:
     description:
-      - How GPUs are named in O(mode=gpu). V(index) gives C(0), V(uuid) C(GPU-...), V(type-index)
+      - How GPUs are named in O(spec_mode=gpu). V(index) gives C(0), V(uuid) C(GPU-...), V(type-index)
         C(gpu0). Each GPU gets one device per strategy.
       - MIG instances are named C(<gpu>:<gi>) (V(index)) or C(mig<gpu>:<gi>) (V(type-index)); they
         have no V(uuid) name, since MIG UUIDs are known only to NVML.
@@ -78,35 +81,37 @@ options:
     default: [index, uuid]
   vendor:
     description:
-      - Vendor part of the spec's kind. Defaults to V(management.nvidia.com) for O(mode=management)
-        and V(nvidia.com) for O(mode=gpu).
+      - Vendor part of the spec's kind. Defaults to V(management.nvidia.com) for O(spec_mode=management)
+        and V(nvidia.com) for O(spec_mode=gpu).
       - It needs at least two characters, a letter first, then letters, digits, C(_), C(-) and
         C(.), and a letter or digit last. Anything else is an error, since container runtimes skip
         a spec with a bad kind and then only report C(unresolvable CDI devices).
     type: str
-  class:
+  device_class:
     description:
       - Class part of the spec's kind, under the same rules as O(vendor). A class with a C(.) needs
         C(cdiVersion) 0.6.0, which older consumers (such as podman 4) reject.
+      - O(class) is its former name, kept as an alias (C(class) is a Python keyword).
     type: str
     default: gpu
+    aliases: [class]
   devices:
     description:
-      - In O(mode=gpu), only these GPUs, each given by index (V(0)), C(gpuN) or UUID. An unknown GPU
+      - In O(spec_mode=gpu), only these GPUs, each given by index (V(0)), C(gpuN) or UUID. An unknown GPU
         is an error. Default is every GPU.
-      - Setting it with O(mode=management) is an error, since that spec has the one device C(all).
+      - Setting it with O(spec_mode=management) is an error, since that spec has the one device C(all).
     type: list
     elements: str
   all_device:
     description:
-      - In O(mode=gpu), whether to add the C(all) device holding every selected GPU.
+      - In O(spec_mode=gpu), whether to add the C(all) device holding every selected GPU.
     type: bool
     default: true
   path:
     description:
       - Host path of the spec file.
-      - Defaults to V(/var/run/cdi/management.nvidia.com-gpu.yaml) for O(mode=management) and
-        V(/etc/cdi/nvidia.yaml) for O(mode=gpu) (with other O(vendor) or O(class),
+      - Defaults to V(/var/run/cdi/management.nvidia.com-gpu.yaml) for O(spec_mode=management) and
+        V(/etc/cdi/nvidia.yaml) for O(spec_mode=gpu) (with other O(vendor) or O(device_class),
         C(<vendor>-<class>.yaml) in the same directory).
       - A path outside V(/etc/cdi), V(/var/run/cdi) and V(/run/cdi) draws a warning, since container
         runtimes do not read it by default. On Container-Optimized OS C(/etc) and C(/var/run) are
@@ -166,6 +171,8 @@ notes:
     draws a warning. Container runtimes drop a device defined in two specs of one directory, and
     prefer C(/var/run/cdi) over C(/etc/cdi), so the new spec might not be used.
   - The file is written with mode C(0644); its directory is created when missing.
+  - The module holds the node's lock (an C(flock) on O(host_root)) from reading the spec to writing it.
+    A second run on the same node waits up to 60 seconds for it, then fails naming the process that holds it.
   - Symlinks in the directory part of O(path) are followed inside O(host_root), as the node
     resolves them (C(/var/run) is usually a link to C(/run)). A symlink at O(path) itself is
     replaced by a regular file, with a warning; O(state=absent) removes the link, not its target.
@@ -180,12 +187,12 @@ EXAMPLES = r"""
 ---
 - name: Management spec on GKE's Container-Optimized OS
   gpu_node.container_toolkit.cdi_spec:
-    mode: management
+    spec_mode: management
     hook_path: /home/kubernetes/bin/nvidia/toolkit/nvidia-cdi-hook
 
 - name: One device per GPU, named by index and UUID, in /etc/cdi/nvidia.yaml
   gpu_node.container_toolkit.cdi_spec:
-    mode: gpu
+    spec_mode: gpu
   register: cdi
 
 - name: Show the devices
@@ -194,18 +201,39 @@ EXAMPLES = r"""
 
 - name: Only GPU 0, with driver files under /usr/local/nvidia in containers, as JSON
   gpu_node.container_toolkit.cdi_spec:
-    mode: gpu
+    spec_mode: gpu
     devices: ["0"]
     container_driver_root: /usr/local/nvidia
     path: /etc/cdi/nvidia-gpu0.json
 
 - name: Remove the management spec
   gpu_node.container_toolkit.cdi_spec:
-    mode: management
+    spec_mode: management
     state: absent
 """
 
 RETURN = r"""
+changes:
+  description:
+    - Each path this run created, updated, replaced (a symlink at O(path) by the spec file),
+      removed or changed the mode of (or, in check mode, would have), in that order.
+    - RV(removed_dirs) is kept for one release; the same directories are here with V(removed).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: The host path.
+      type: str
+      sample: /var/run/cdi/management.nvidia.com-gpu.yaml
+    action:
+      description: What happened to it.
+      type: str
+      choices: [created, updated, replaced, mode_changed, removed]
+      sample: created
+  sample:
+    - {path: /var/run/cdi, action: created}
+    - {path: /var/run/cdi/management.nvidia.com-gpu.yaml, action: created}
 removed_dirs:
   description: O(state=absent) - the directories recorded as created for this collection's specs that were empty and removed.
   returned: when O(state=absent) removed a spec (not in check mode)
@@ -277,245 +305,36 @@ spec:
   sample: {cdiVersion: 0.3.0, kind: management.nvidia.com/gpu, devices: [{name: all, containerEdits: {}}]}
 """
 
-import os
-import posixpath
-import tempfile
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import cdi, discovery, node_model
-
-FILE_MODE = 0o644
-
-
-def argument_spec():
-    spec = node_model.node_argument_spec(driver=True)
-    spec.update(
-        state={"type": "str", "choices": ["present", "absent"], "default": "present"},
-        mode={"type": "str", "choices": list(cdi.MODES), "default": "management"},
-        device_name_strategy={"type": "list", "elements": "str", "choices": list(cdi.NAME_STRATEGIES),
-                              "default": ["index", "uuid"]},
-        vendor={"type": "str"},
-        devices={"type": "list", "elements": "str"},
-        all_device={"type": "bool", "default": True},
-        path={"type": "path"},
-        format={"type": "str", "choices": ["yaml", "json"]},
-        hook_path={"type": "path", "default": cdi.DEFAULT_HOOK_PATH},
-        container_driver_root={"type": "str"},
-        ldconfig_path={"type": "str"},
-        disable_hooks={"type": "list", "elements": "str", "choices": list(cdi.HOOKS) + ["all"], "default": []},
-    )
-    spec["class"] = {"type": "str", "default": cdi.DEFAULT_CLASS}
-    return spec
-
-
-def spec_file_on_node(module, host_root, path):
-    """Where the spec file is on this machine, and where a link there points (or None).
-
-    With a host_root other than ``/``, symlinks in the directory part are resolved inside it, as
-    the node itself would resolve them: ``/var/run`` is usually an absolute link to ``/run``, which
-    must not lead to this machine's own ``/run``. The file itself is managed as a regular file: a
-    link in its place is replaced.
-    """
-    directory, name = posixpath.split(path)
-    if node_model.normalize_host_path(host_root) == "/":
-        on_node = path
-        link_target = path if os.path.islink(path) else None
-        return on_node, link_target
-    try:
-        directory = discovery.resolve_in_root(host_root, directory)
-        on_node = node_model.node_path(host_root, posixpath.join(directory, name))
-        link_target = None
-        if os.path.islink(on_node):
-            link_target = node_model.node_path(host_root, discovery.resolve_in_root(host_root, path))
-    except (discovery.DiscoveryError, OSError) as exc:
-        module.fail_json(msg="cannot resolve %s under host_root %s: %s" % (path, host_root, to_native(exc)))
-    return on_node, link_target
-
-
-def other_specs(host_root, on_node):
-    """``{host path: text}`` of the other spec files in the directories CDI consumers read."""
-    found = {}
-    seen_dirs = set()
-    own = os.path.realpath(on_node)
-    for directory in cdi.SPEC_DIRS:
-        try:
-            resolved = discovery.resolve_in_root(host_root, directory)
-            names = os.listdir(node_model.node_path(host_root, resolved))
-        except (discovery.DiscoveryError, OSError):
-            continue
-        if resolved in seen_dirs:  # /var/run is usually a link to /run
-            continue
-        seen_dirs.add(resolved)
-        for name in sorted(names):
-            if not name.endswith(cdi.SPEC_SUFFIXES):
-                continue
-            full = node_model.node_path(host_root, posixpath.join(resolved, name))
-            if os.path.realpath(full) == own:
-                continue
-            try:
-                with open(full, "rb") as handle:
-                    found[posixpath.join(directory, name)] = to_text(handle.read(), errors="surrogate_or_replace")
-            except OSError:
-                continue
-    return found
-
-
-def read_existing(module, on_node):
-    try:
-        with open(on_node, "rb") as handle:
-            return handle.read()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        module.fail_json(msg="cannot read %s: %s" % (on_node, to_native(exc)))
-
-
-def dirs_to_make(host_root, on_node):
-    """Host paths of the directories writing ``on_node`` creates, outermost first."""
-    missing = []
-    current = os.path.dirname(on_node)
-    root = os.path.normpath(node_model.node_path(host_root, "/"))
-    while current != root and not os.path.lexists(current):
-        missing.append(node_model.host_path_of(host_root, current))
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-    return list(reversed(missing))
-
-
-def sibling_records(on_node):
-    """What the other specs of this collection next to ``on_node`` record as created directories."""
-    directory, own = os.path.split(on_node)
-    records = []
-    try:
-        names = sorted(os.listdir(directory))
-    except OSError:
-        return records
-    for name in names:
-        if name == own or not name.endswith(cdi.SPEC_SUFFIXES):
-            continue
-        try:
-            with open(os.path.join(directory, name), "rb") as handle:
-                head = to_text(handle.read(4096), errors="surrogate_or_replace")
-        except OSError:
-            continue
-        records.append(cdi.recorded_created_dirs(head))
-    return records
-
-
-def remove_empty_dirs(host_root, dirs):
-    """rmdir each of ``dirs`` (host paths), deepest first, when it is empty; the ones removed."""
-    removed = []
-    for directory in sorted(dirs, key=lambda d: (-d.count("/"), d)):
-        try:
-            os.rmdir(node_model.node_path(host_root, directory))
-        except OSError:
-            continue  # not empty, not there, or not ours to force
-        removed.append(directory)
-    return removed
-
-
-def write_atomically(module, on_node, data):
-    directory = os.path.dirname(on_node)
-    try:
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(on_node) + ".")
-    except OSError as exc:
-        module.fail_json(msg="cannot write in %s: %s" % (directory, to_native(exc)))
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())  # a crash must leave the old spec or the whole new one
-        os.chmod(tmp, FILE_MODE)
-        module.atomic_move(tmp, on_node)
-        os.chmod(on_node, FILE_MODE)
-    except OSError as exc:
-        module.fail_json(msg="cannot write %s: %s" % (on_node, to_native(exc)))
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import (
+    cdi,
+    cdi_files,
+    node_fs,
+    node_model,
+)
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=cdi_files.argument_spec(), supports_check_mode=True)
     params = module.params
-    mode = params["mode"]
     try:
-        path = node_model.normalize_host_path(params["path"] or cdi.default_path(mode, params["vendor"],
-                                                                                 params["class"]))
+        path = node_model.normalize_host_path(
+            params["path"] or cdi.default_path(params["spec_mode"], params["vendor"], params["device_class"]))
     except cdi.CdiError as exc:
         module.fail_json(msg=str(exc))
-    on_node, link_target = spec_file_on_node(module, params["host_root"], path)
-    if not cdi.in_spec_dir(path):
-        module.warn("%s is outside %s: container runtimes do not read CDI specs there by default"
-                    % (path, ", ".join(cdi.SPEC_DIRS)))
-    if link_target is not None:
-        module.warn("%s is a symlink: it is replaced by a regular file" % path)
-    existing = read_existing(module, link_target or on_node)
-    before_text = to_text(existing, errors="surrogate_or_replace") if existing is not None else ""
-    result = {"changed": False, "path": path, "previous_driver_version": cdi.recorded_driver_version(before_text)}
-
-    if params["state"] == "absent":
-        if existing is not None or link_target is not None:
-            result["changed"] = True
-            # The diff is always returned; Ansible shows it only with --diff.
-            result["diff"] = {"before": before_text, "after": "", "before_header": path, "after_header": path}
-            if not module.check_mode:
-                try:
-                    os.unlink(on_node)
-                except OSError as exc:
-                    module.fail_json(msg="cannot remove %s: %s" % (on_node, to_native(exc)), **result)
-                # The directories made for this collection's specs go with the last of them.
-                result["removed_dirs"] = remove_empty_dirs(params["host_root"], cdi.recorded_created_dirs(before_text))
-        module.exit_json(**result)
-
+    run = cdi_files.Run(node_fs.NodeRoot(params["host_root"]), params, module.check_mode)
     try:
-        facts = discovery.discover_node(params["host_root"], params["driver_root"], params["dev_root"],
-                                        params["library_search_paths"])
-    except discovery.DiscoveryError as exc:
-        module.fail_json(msg=str(exc), **dict(result, **exc.details))
-    for warning in facts.pop("warnings"):
+        with run.node.locked():
+            result = cdi_files.converge(run, path)
+    except cdi_files.CdiFileError as exc:
+        for warning in run.warnings:
+            module.warn(warning)
+        module.fail_json(msg=str(exc), **exc.details)
+    except node_fs.NodeFsError as exc:
+        module.fail_json(msg=str(exc), path=path)
+    for warning in run.warnings:
         module.warn(warning)
-    fmt = params["format"] or cdi.format_from_path(path)
-    try:
-        spec = cdi.build_spec(
-            facts, mode=mode, device_name_strategy=params["device_name_strategy"], vendor=params["vendor"],
-            cls=params["class"], devices=params["devices"], all_device=params["all_device"],
-            hook_path=params["hook_path"], container_driver_root=params["container_driver_root"],
-            ldconfig_path=params["ldconfig_path"], disable_hooks=params["disable_hooks"],
-        )
-    except cdi.CdiError as exc:
-        module.fail_json(msg=str(exc), **dict(result, **exc.details))
-    for warning in cdi.same_kind_warnings(path, spec["kind"], other_specs(params["host_root"], on_node)):
-        module.warn(warning)
-    spec_dir = node_model.host_path_of(params["host_root"], os.path.dirname(on_node))
-    created_dirs = cdi.created_dirs_for(spec_dir, dirs_to_make(params["host_root"], on_node),
-                                        cdi.recorded_created_dirs(before_text), sibling_records(on_node))
-    text = cdi.render(spec, fmt, facts, created_dirs)
-    data = to_bytes(text)
-    result.update(
-        format=fmt, kind=spec["kind"], cdi_version=spec["cdiVersion"], devices=cdi.qualified_names(spec),
-        driver_version=facts["driver_version"], driver_root=facts["driver_root"], dev_root=facts["dev_root"],
-        spec=spec,
-    )
-    if existing != data or link_target is not None:
-        result["changed"] = True
-        # The diff is always returned; Ansible shows it only with --diff.
-        result["diff"] = {"before": before_text, "after": text, "before_header": path, "after_header": path}
-        if not module.check_mode:
-            write_atomically(module, on_node, data)
-    elif (os.stat(on_node).st_mode & 0o7777) != FILE_MODE:
-        result["changed"] = True
-        # The diff is always returned; Ansible shows it only with --diff.
-        result["diff"] = {"before": {"mode": "%04o" % (os.stat(on_node).st_mode & 0o7777)},
-                          "after": {"mode": "%04o" % FILE_MODE}}
-        if not module.check_mode:
-            os.chmod(on_node, FILE_MODE)
     module.exit_json(**result)
 
 

@@ -13,6 +13,9 @@ description:
   - Creates whichever of C(nvidiactl) (minor 255), C(nvidia-modeset) (minor 254), C(nvidia-uvm)
     (minor 0) and C(nvidia-uvm-tools) (minor 1) are missing under C(<dev_root>/dev), as character
     devices with mode C(0666).
+  - O(dev_root) means what it means for M(gpu_node.container_toolkit.nvidia_driver_info), and V(auto)
+    is resolved the same way; RV(dev_root) says what it resolved to. O(driver_root) and
+    O(library_search_paths) are used only for that.
   - The majors come from C(<host_root>/proc/devices) - C(nvidia), or C(nvidia-frontend) on drivers
     before 550, and C(nvidia-uvm). A node whose major is absent because its kernel module is not
     loaded is skipped with a warning.
@@ -26,6 +29,7 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gpu_node.container_toolkit.attributes
   - gpu_node.container_toolkit.node
+  - gpu_node.container_toolkit.node.DRIVER
 attributes:
   platform:
     platforms: posix
@@ -37,16 +41,10 @@ attributes:
   safe_file_operations:
     support: full
     details: A node is made under a temporary name in the same directory and renamed into place.
+      A temporary node left by a killed run is removed by the next.
   idempotent:
     support: full
 options:
-  dev_root:
-    description:
-      - Host path under which C(dev/nvidia*) live.
-      - Usually V(/). Use the driver container's root (for example V(/run/nvidia/driver)) only
-        when the device nodes live there.
-    type: path
-    default: /
   nodes:
     description:
       - V(control) creates the missing control nodes.
@@ -63,6 +61,15 @@ options:
     default: false
 notes:
   - Creating device nodes needs root (C(CAP_MKNOD)).
+  - With O(dev_root=auto) and O(driver_root=auto), a node with no driver root found (no C(libcuda.so.*)
+    in any candidate) gets its control nodes in the host's C(/dev); the kernel side can be there
+    before the user-space files are.
+  - A driver container whose own C(dev/nvidiactl) is the node missing is not recognised by
+    O(dev_root=auto), which then means the host's C(/dev); set O(dev_root) to the driver container's root.
+  - Symlinks in C(<dev_root>/dev) and above it are followed inside O(host_root).
+  - The module holds the node's lock (an C(flock) on O(host_root)) from looking at the nodes to making
+    them. A second run on the same node waits up to 60 seconds for it, then fails naming the process
+    that holds it.
 seealso:
   - module: gpu_node.container_toolkit.nvidia_driver_info
 """
@@ -79,12 +86,46 @@ EXAMPLES = r"""
     fix: true
   register: nodes
 
-- name: Show what was created
+- name: Show what was created or fixed
   ansible.builtin.debug:
-    var: nodes.created
+    var: nodes.changes
+
+- name: A driver container's device nodes, under its root
+  gpu_node.container_toolkit.device_nodes:
+    dev_root: /run/nvidia/driver
 """
 
 RETURN = r"""
+changes:
+  description:
+    - Each node created, replaced (wrong type or numbers, with O(fix=true)) or given the right mode
+      (or, in check mode, that would be), in the order of RV(nodes).
+    - RV(created) and RV(fixed) say the same in the older words; they are kept for one release.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: Host path of the node.
+      type: str
+      sample: /dev/nvidiactl
+    action:
+      description: What happened to it.
+      type: str
+      choices: [created, replaced, mode_changed]
+      sample: created
+  sample:
+    - {path: /dev/nvidiactl, action: created}
+dev_root:
+  description: Host path under which the nodes were looked for, O(dev_root=auto) resolved.
+  returned: unless O(nodes=none)
+  type: str
+  sample: /
+dev_root_source:
+  description: How RV(dev_root) was chosen.
+  returned: unless O(nodes=none)
+  type: str
+  sample: host /dev (driver_root has no dev/nvidiactl)
 created:
   description: Host paths of the nodes created (or, in check mode, that would be).
   returned: success
@@ -136,95 +177,82 @@ nodes:
       action: create
 """
 
-import os
-import stat
+import posixpath
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import device_nodes, node_model, procfs
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import (
+    device_nodes,
+    discovery,
+    node_fs,
+    node_model,
+    procfs,
+)
 
 
-def observe(path):
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    mode = st.st_mode
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return {"type": "char" if stat.S_ISCHR(mode) else "block", "major": os.major(st.st_rdev),
-                "minor": os.minor(st.st_rdev), "mode": stat.S_IMODE(mode)}
-    kinds = ((stat.S_ISLNK, "symlink"), (stat.S_ISDIR, "directory"), (stat.S_ISREG, "regular file"))
-    for test, name in kinds:
-        if test(mode):
-            return {"type": name}
-    return {"type": "special file"}
-
-
-def make_node(path, major, minor, mode):
-    """mknod under a temporary name next to ``path``, then rename over it."""
-    directory, name = os.path.split(path)
-    tmp = os.path.join(directory, ".%s.tmp-%d" % (name, os.getpid()))
-    if os.path.lexists(tmp):
-        os.unlink(tmp)
-    os.mknod(tmp, stat.S_IFCHR | mode, os.makedev(major, minor))
-    try:
-        os.chmod(tmp, mode)  # mknod applies the umask
-        if os.geteuid() == 0:
-            os.lchown(tmp, 0, 0)
-        os.rename(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def main():
-    spec = node_model.node_argument_spec()
-    spec.update(
-        dev_root={"type": "path", "default": "/"},
+def argument_spec():
+    return dict(
+        node_model.node_argument_spec(driver=True),
         nodes={"type": "str", "choices": ["control", "none"], "default": "control"},
         fix={"type": "bool", "default": False},
     )
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    params = module.params
-    host_root = params["host_root"]
-    dev_root = node_model.normalize_host_path(params["dev_root"])
-    result = {"changed": False, "created": [], "fixed": [], "wrong": [], "nodes": []}
-    if params["nodes"] == "none":
-        module.exit_json(**result)
 
-    devices_path = node_model.node_path(host_root, "/proc/devices")
+
+def wanted(module, node):
+    """The control nodes to have, from /proc/devices' majors."""
+    host_root = module.params["host_root"]
     try:
-        with open(devices_path, encoding="utf-8", errors="replace") as handle:
-            devices = procfs.parse_devices(handle.read())
-    except OSError as exc:
-        module.fail_json(msg="cannot read /proc/devices under host_root %s (%s): %s" % (host_root, devices_path, exc))
+        text = node.read_text(node.resolve("/proc/devices"))
+    except node_fs.NodeFsError as exc:
+        module.fail_json(msg="cannot read /proc/devices under host_root %s: %s" % (host_root, exc))
+    if text is None:
+        module.fail_json(msg="cannot read /proc/devices under host_root %s: it does not exist. Is host_root the "
+                             "node's / (with its /proc)?" % host_root)
+    try:
+        nodes, skipped = device_nodes.wanted_nodes(procfs.parse_devices(text), module.params["nodes"])
     except procfs.ProcFormatError as exc:
-        module.fail_json(msg="cannot parse %s: %s" % (devices_path, exc))
-    try:
-        wanted, skipped = device_nodes.wanted_nodes(devices, params["nodes"])
+        module.fail_json(msg="cannot parse /proc/devices under host_root %s: %s" % (host_root, exc))
     except device_nodes.KernelModuleNotLoaded as exc:
-        module.fail_json(msg="%s (read %s). Load the driver, or set nodes=none." % (exc, devices_path))
+        module.fail_json(msg="%s (read /proc/devices under host_root %s). Load the driver, or set nodes=none."
+                             % (exc, host_root))
     for line in skipped:
         module.warn(line)
+    return nodes
 
+
+def dev_dir_of(module, node, result):
+    """``(dev dir as named, where it really is)``, both host paths; dev_root auto resolved as
+    nvidia_driver_info resolves it."""
+    params = module.params
+    if params["dev_root"] == "auto":
+        try:
+            dev_root, source = discovery.auto_dev_root(params["host_root"], params["driver_root"],
+                                                       params["library_search_paths"])
+        except discovery.DiscoveryError as exc:
+            module.fail_json(msg="dev_root auto: %s" % exc, **result)
+    else:
+        dev_root, source = node_model.normalize_host_path(params["dev_root"]), "set by the dev_root option"
+    result.update(dev_root=dev_root, dev_root_source=source)
     dev_dir = node_model.join_host(dev_root, "dev")
-    dev_dir_on_node = node_model.node_path(host_root, dev_dir)
-    if not os.path.isdir(dev_dir_on_node):
+    real = node.resolve(dev_dir)
+    if not node.is_dir(real):
         module.fail_json(msg="%s does not exist under host_root %s: set dev_root to the host path whose dev/ "
-                             "holds the NVIDIA device nodes" % (dev_dir, host_root))
+                             "holds the NVIDIA device nodes (usually /)" % (dev_dir, params["host_root"]), **result)
+    return dev_dir, real
 
-    found = {}
-    for node in wanted:
-        found[node["name"]] = observe(os.path.join(dev_dir_on_node, node["name"]))
-    steps = device_nodes.plan(wanted, found)
 
+def converge(module, node, result):
+    params = module.params
+    nodes = wanted(module, node)
+    dev_dir, real_dir = dev_dir_of(module, node, result)
+    found = {n["name"]: node.observe(posixpath.join(real_dir, n["name"])) for n in nodes}
     before_lines = []
     after_lines = []
-    for step in steps:
+    for step in device_nodes.plan(nodes, found):
         host_path = node_model.join_host(dev_dir, step["name"])
         action = step["action"]
-        before_lines.append("%s: %s" % (host_path, step["found"]))
         will_change = action == "create" or (params["fix"] and action in ("replace", "chmod"))
+        before_lines.append("%s: %s" % (host_path, step["found"]))
         after_lines.append("%s: %s" % (host_path, step["want"] if will_change else step["found"]))
         result["nodes"].append({"path": host_path, "major": step["major"], "minor": step["minor"],
                                 "action": action if action in ("create", "ok", "refuse") or params["fix"] else "report"})
@@ -235,21 +263,33 @@ def main():
                 module.warn("%s %s; left alone" % (host_path, step["reason"]))
         if not will_change:
             continue
+        if not module.check_mode:
+            target = posixpath.join(real_dir, step["name"])
+            try:
+                if action == "chmod":
+                    node.chmod(target, step["mode"])
+                else:
+                    node.mknod(target, "char", step["major"], step["minor"], step["mode"], owner=(0, 0))
+            except node_fs.NodeFsError as exc:
+                module.fail_json(msg="%s; %s was left as it was" % (exc, host_path), **result)
         result["changed"] = True
         result["created" if action == "create" else "fixed"].append(host_path)
-        if module.check_mode:
-            continue
-        path = node_model.node_path(host_root, host_path)
-        try:
-            if action == "chmod":
-                os.chmod(path, step["mode"])
-            else:
-                make_node(path, step["major"], step["minor"], step["mode"])
-        except OSError as exc:
-            module.fail_json(msg="cannot create %s (at %s): %s" % (host_path, path, exc), **result)
+        result["changes"].append({"path": host_path, "action": device_nodes.CHANGE_ACTIONS[action]})
     # The diff is always returned; Ansible shows it only with --diff.
-    result["diff"] = {"before_header": dev_dir, "after_header": dev_dir,
-                      "before": "\n".join(before_lines) + "\n", "after": "\n".join(after_lines) + "\n"}
+    result["diff"] = node_fs.text_diff(dev_dir, "\n".join(before_lines) + "\n", dev_dir, "\n".join(after_lines) + "\n")
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    result = {"changed": False, "changes": [], "created": [], "fixed": [], "wrong": [], "nodes": []}
+    if module.params["nodes"] == "none":
+        module.exit_json(**result)
+    node = node_fs.NodeRoot(module.params["host_root"])
+    try:
+        with node.locked():
+            converge(module, node, result)
+    except node_fs.NodeFsError as exc:
+        module.fail_json(msg=str(exc), **result)
     module.exit_json(**result)
 
 

@@ -95,45 +95,46 @@ existing:
 """
 
 import base64
-import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import discovery, node_model
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_fs, node_model
 
 
-def read_one(host_root, host_path, max_size):
+def read_one(node, host_path, max_size):
     entry = {"path": host_path, "resolved": host_path, "exists": False, "isdir": False}
     try:
-        resolved = discovery.resolve_in_root(host_root, host_path)
-    except discovery.DiscoveryError as exc:
+        resolved = node.resolve(host_path)
+    except node_fs.NodeFsError as exc:  # a link loop: something is there
         entry.update(exists=True, error=str(exc))
         return entry
     entry["resolved"] = resolved
-    on_node = node_model.node_path(host_root, resolved)
-    if not os.path.lexists(on_node):
+    found = node.observe(resolved)
+    if found is None:
         return entry
-    entry.update(exists=True, isdir=os.path.isdir(on_node))
+    entry.update(exists=True, isdir=found["type"] == "directory")
     if entry["isdir"]:
         return entry
+    if found["size"] > max_size:
+        entry["error"] = "larger than %d bytes" % max_size
+        return entry
     try:
-        if os.path.getsize(on_node) > max_size:
-            entry["error"] = "larger than %d bytes" % max_size
-            return entry
-        with open(on_node, "rb") as handle:
-            entry["content"] = base64.b64encode(handle.read()).decode("ascii")
-    except OSError as exc:
-        entry["error"] = to_native(exc)
+        data = node.read_bytes(resolved, max_size=max_size)
+    except node_fs.NodeFsError as exc:
+        entry["error"] = str(exc)
+        return entry
+    if data is None:  # gone since it was looked at
+        entry["exists"] = False
+    else:
+        entry["content"] = base64.b64encode(data).decode("ascii")
     return entry
 
 
-def exists_in_root(host_root, host_path):
+def exists_in_root(node, host_path):
     try:
-        resolved = discovery.resolve_in_root(host_root, host_path)
-    except discovery.DiscoveryError:
+        return node.exists(node.resolve(host_path))
+    except node_fs.NodeFsError:
         return True  # a link loop: something is there
-    return os.path.lexists(node_model.node_path(host_root, resolved))
 
 
 def main():
@@ -147,9 +148,9 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    host_root = params["host_root"]
-    files = [read_one(host_root, node_model.normalize_host_path(path), params["max_size"]) for path in params["paths"]]
-    existing = [path for path in params["exist"] if exists_in_root(host_root, path)]
+    node = node_fs.NodeRoot(params["host_root"])
+    files = [read_one(node, node_model.normalize_host_path(path), params["max_size"]) for path in params["paths"]]
+    existing = [path for path in params["exist"] if exists_in_root(node, path)]
     module.exit_json(changed=False, files=files, existing=existing)
 
 

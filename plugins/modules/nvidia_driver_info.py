@@ -277,13 +277,14 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import discovery, node_model
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import discovery, node_fs, node_model
 
 
 def main():
     module = AnsibleModule(argument_spec=node_model.node_argument_spec(driver=True), supports_check_mode=True)
     params = module.params
-    node = {"os_release_id": read_os_release_id(params["host_root"]),
+    node = {"os_release_id": read_os_release_id(node_fs.NodeRoot(params["host_root"])),
+            # Where the module runs, not under host_root: whether systemctl can restart services here.
             "systemd_running": os.path.isdir("/run/systemd/system")}
     try:
         facts = discovery.discover_node(
@@ -296,14 +297,14 @@ def main():
     module.exit_json(changed=False, **dict(node, **facts))
 
 
-def read_os_release_id(host_root):
+def read_os_release_id(node):
+    """The node's os-release ``ID`` (links resolved inside host_root), or ``""``."""
     for candidate in ("/etc/os-release", "/usr/lib/os-release"):
         try:
-            resolved = discovery.resolve_in_root(host_root or "/", candidate)
-            with open(node_model.node_path(host_root, resolved), encoding="utf-8", errors="replace") as handle:
-                found = node_model.os_release_id(handle.read())
-        except (OSError, discovery.DiscoveryError):
+            text = node.read_text(node.resolve(candidate))
+        except node_fs.NodeFsError:
             continue
+        found = node_model.os_release_id(text)
         if found:
             return found
     return ""

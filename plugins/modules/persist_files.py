@@ -20,6 +20,8 @@ description:
     changed nothing, and needs no read before the edit.
   - Each CDI spec in O(cdi_specs) is kept as C(cdi/<host path>).
   - Files in O(dir) that nothing asks for any more (a spec no longer written) are removed.
+  - Symlinks in O(dir), O(containerd_config) and O(cdi_specs) are followed inside O(host_root), as
+    the node resolves them. Links inside O(dir) are not kept files and are left alone.
 author:
   - GPU node maintainers (@gpu-node)
 extends_documentation_fragment:
@@ -37,6 +39,7 @@ attributes:
     details: Text before and after for each kept file.
   safe_file_operations:
     support: full
+    details: A temporary file left by a killed run is removed by the next one and is not reported.
   idempotent:
     support: full
   platform:
@@ -70,6 +73,12 @@ options:
     type: str
     choices: [present, absent]
     default: present
+notes:
+  - The module holds the node's lock (an C(flock) on O(host_root)) from reading the files to writing
+    the copies. A second run on the same node waits up to 60 seconds for it, then fails naming the
+    process that holds it.
+  - A write that fails (a full disk, a read-only O(dir)) leaves that copy as it was; RV(changes) in
+    the failure lists the ones made before it.
 seealso:
   - module: gpu_node.container_toolkit.containerd_runtime
   - module: gpu_node.container_toolkit.cdi_spec
@@ -100,156 +109,211 @@ dir:
   type: str
   sample: /home/kubernetes/bin/nvidia/toolkit/.gpu-node
 changes:
-  description: One line per file created, updated, re-moded or removed, as C(<action> <name>).
+  description:
+    - Each path this run created, updated, changed the mode of or removed (or, in check mode, would
+      have) - the kept files, and the directories made for them or left empty by them. With
+      O(state=absent), every kept file and then O(dir) itself.
+    - Before this release each entry was a line C(<action> <name>); the entries are now of the shape
+      every module of the collection returns.
   returned: always
   type: list
-  elements: str
-  sample: [create containerd-provisioned.toml, update cdi/var/run/cdi/management.nvidia.com-gpu.yaml]
+  elements: dict
+  contains:
+    path:
+      description: The host path.
+      type: str
+      sample: /home/kubernetes/bin/nvidia/toolkit/.gpu-node/containerd-provisioned.toml
+    action:
+      description: What happened to it.
+      type: str
+      choices: [created, updated, mode_changed, removed]
+      sample: created
+  sample:
+    - path: /home/kubernetes/bin/nvidia/toolkit/.gpu-node/containerd-provisioned.toml
+      action: created
+    - path: /home/kubernetes/bin/nvidia/toolkit/.gpu-node/cdi/var/run/cdi/management.nvidia.com-gpu.yaml
+      action: updated
 """
 
-import os
-import shutil
-import stat
-import tempfile
+import posixpath
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal, node_model, persistence
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import (
+    edit_journal,
+    node_fs,
+    node_model,
+    persistence,
+)
 
-
-def read_bytes(path):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
+PENDING_TEXT = "(written by this run)\n"
 
 
-def current_files(directory):
+def argument_spec():
+    return dict(
+        node_model.node_argument_spec(),
+        dir={"type": "str", "required": True},
+        containerd_config={"type": "str"},
+        cdi_specs={"type": "list", "elements": "str"},
+        files={"type": "dict", "default": {}},
+        executables={"type": "list", "elements": "str", "default": []},
+        state={"type": "str", "default": "present", "choices": ["present", "absent"]},
+    )
+
+
+def current_files(node, real_dir):
+    """``({relative name: (bytes, mode)}, [host paths of the subdirectories])`` of the kept dir:
+    regular files only (links are not followed), temporary files of killed runs left out."""
     found = {}
-    for top, dirs, names in os.walk(directory):
-        dirs.sort()
-        for name in names:
-            path = os.path.join(top, name)
-            info = os.lstat(path)
-            if stat.S_ISREG(info.st_mode):
-                found[os.path.relpath(path, directory)] = (read_bytes(path), stat.S_IMODE(info.st_mode))
-    return found
+    subdirs = []
 
+    def walk(relative):
+        here = posixpath.join(real_dir, relative) if relative else real_dir
+        for name in node.list_dir(here):
+            if node_fs.TEMP_NAME.match(name):
+                continue
+            rel = posixpath.join(relative, name) if relative else name
+            info = node.observe(posixpath.join(real_dir, rel))
+            if info is None:
+                continue
+            if info["type"] == "directory":
+                subdirs.append(posixpath.join(real_dir, rel))
+                walk(rel)
+            elif info["type"] == "file":
+                found[rel] = (node.read_bytes(posixpath.join(real_dir, rel)), info["mode"])
 
-def write_atomically(path, data, mode):
-    directory = os.path.dirname(path)
-    os.makedirs(directory, 0o755, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    walk("")
+    return found, subdirs
 
 
 def text_of(data):
     return None if data is None else data.decode("utf-8", "replace")
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            node_model.node_argument_spec(),
-            dir={"type": "str", "required": True},
-            containerd_config={"type": "str"},
-            cdi_specs={"type": "list", "elements": "str"},
-            files={"type": "dict", "default": {}},
-            executables={"type": "list", "elements": "str", "default": []},
-            state={"type": "str", "default": "present", "choices": ["present", "absent"]},
-        ),
-        supports_check_mode=True,
-    )
+def read_source(node, host_path):
+    """The bytes of a file to keep (links resolved inside host_root), or None when it is not there."""
+    return node.read_bytes(node.resolve(host_path))
+
+
+def remove_all(module, node, kept, real_dir, result):
+    """state=absent: the kept directory and everything in it."""
+    if not node.is_dir(real_dir):
+        return
+    current, _subdirs = current_files(node, real_dir)
+    names = sorted(current)
+    if not module.check_mode:
+        node.remove_tree(real_dir)
+    result["changed"] = True
+    result["changes"] = [{"path": posixpath.join(kept, name), "action": "removed"} for name in names]
+    result["changes"].append({"path": kept, "action": "removed"})
+    result["diff"] = [node_fs.text_diff(posixpath.join(kept, name), text_of(current[name][0]),
+                                        posixpath.join(kept, name), None) for name in names]
+
+
+def wanted_files(module, node, kept, current):
+    """``(wanted, pending)``: what the kept dir must hold, and the spec copies whose source the same
+    check-mode run would write."""
     params = module.params
-    host_root = params["host_root"]
-    kept = node_model.normalize_host_path(params["dir"])
-    directory = node_model.node_path(host_root, kept)
-    result = {"changed": False, "dir": kept, "changes": [], "diff": []}
-    if os.path.lexists(directory) and not os.path.isdir(directory):
-        module.fail_json(msg="%s exists and is not a directory; move it away so the copies kept across reboots "
-                             "can go there" % kept, **result)
-    current = current_files(directory) if os.path.isdir(directory) else {}
-
-    if params["state"] == "absent":
-        if os.path.isdir(directory):
-            result["changes"] = ["remove %s" % name for name in sorted(current)]
-            result["changed"] = True
-            result["diff"] = [{"before_header": os.path.join(kept, name), "after_header": os.path.join(kept, name),
-                               "before": text_of(data), "after": ""} for name, (data, _mode) in sorted(current.items())]
-            if not module.check_mode:
-                shutil.rmtree(directory)
-        module.exit_json(**result)
-
     for name in params["files"]:
         if not persistence.is_plain_name(name):
             module.fail_json(msg="files: %r is not a relative name inside %s (no '..', not absolute); nothing was "
-                                 "kept" % (name, kept), **result)
-    pending = []
+                                 "kept" % (name, kept), changed=False, dir=kept, changes=[], diff=[])
     config_text = None
     config_path = ""
     if params["containerd_config"]:
         config_path = node_model.normalize_host_path(params["containerd_config"])
-        data = read_bytes(node_model.node_path(host_root, config_path))
-        config_text = text_of(data)
+        config_text = text_of(read_source(node, config_path))
     specs = {}
+    pending = []
     for spec in params["cdi_specs"] or []:
         spec_path = node_model.normalize_host_path(spec)
-        data = read_bytes(node_model.node_path(host_root, spec_path))
+        data = read_source(node, spec_path)
         if data is None:
             if not module.check_mode:
                 module.fail_json(msg="the CDI spec %s does not exist, so there is nothing to keep; write it first "
-                                     "(cdi_spec) or leave it out of cdi_specs" % spec_path, **result)
+                                     "(cdi_spec) or leave it out of cdi_specs" % spec_path,
+                                 changed=False, dir=kept, changes=[], diff=[])
             pending.append(persistence.spec_copy_name(spec_path))
             continue
         specs[spec_path] = data
     try:
         wanted = persistence.wanted_files(config_text, config_path, specs, params["files"], params["executables"])
     except edit_journal.JournalError as exc:
-        module.fail_json(msg="%s; nothing was kept" % exc, **result)
+        module.fail_json(msg="%s; nothing was kept" % exc, changed=False, dir=kept, changes=[], diff=[])
     if params["cdi_specs"] is None:
         wanted.update((name, found) for name, found in current.items()
                       if name.startswith(persistence.SPEC_DIR + "/"))
     # A spec that the same check-mode run would write: its copy would change, contents unknown yet.
     for name in pending:
         wanted[name] = current.get(name, (None, persistence.FILE_MODE))
+    return wanted, pending
+
+
+def keep(module, node, kept, real_dir, result):
+    """state=present: bring the kept directory to what it must hold."""
+
+    def named(real):
+        """A host path under the kept dir as it really is, re-expressed under the dir as named."""
+        return kept + real[len(real_dir):] if real == real_dir or real.startswith(real_dir + "/") else real
+
+    current, subdirs = current_files(node, real_dir) if node.is_dir(real_dir) else ({}, [])
+    wanted, pending = wanted_files(module, node, kept, current)
     steps = persistence.plan(wanted, current)
     steps += [(name, "update") for name in pending if name in current]
     for name, action in sorted(steps):
-        path = os.path.join(directory, name)
-        before = current.get(name, (None, None))[0]
+        host_path = posixpath.join(kept, name)
+        target = posixpath.join(real_dir, name)
         after = wanted.get(name, (None, None))[0]
-        result["changes"].append("%s %s" % (action, name))
-        if action != "chmod":
-            result["diff"].append({"before_header": os.path.join(kept, name), "after_header": os.path.join(kept, name),
-                                   "before": text_of(before) or "",
-                                   "after": "(written by this run)\n" if name in pending else text_of(after) or ""})
-        if module.check_mode:
-            continue
-        try:
-            if action == "remove":
-                os.unlink(path)
-            elif action == "chmod":
-                os.chmod(path, wanted[name][1])
-            else:
-                write_atomically(path, after, wanted[name][1])
-        except OSError as exc:
-            module.fail_json(msg="cannot %s %s in %s: %s" % (action, name, kept, to_native(exc)), **result)
+        made = []
+        if action == "create":
+            made = [named(d) for d in node.missing_dirs(posixpath.dirname(target))]
+            made = [d for d in made if {"path": d, "action": "created"} not in result["changes"]]
+        if not module.check_mode:
+            try:
+                if action == "remove":
+                    node.remove(target)
+                elif action == "chmod":
+                    node.chmod(target, wanted[name][1])
+                else:
+                    node.make_dirs(posixpath.dirname(target))
+                    node.write(target, after, mode=wanted[name][1])
+            except node_fs.NodeFsError as exc:
+                # The changes listed were made; this one and the ones after it were not.
+                module.fail_json(msg="%s; %s was left as it was" % (exc, host_path), **result)
+        result["changed"] = True
+        if action != "chmod":  # a mode has no text to show
+            before = current.get(name, (None, None))[0]
+            result["diff"].append(node_fs.text_diff(
+                host_path, text_of(before), host_path,
+                PENDING_TEXT if name in pending else text_of(after) if action != "remove" else None))
+        result["changes"].extend({"path": d, "action": "created"} for d in made)
+        result["changes"].append({"path": host_path, "action": persistence.CHANGE_ACTIONS[action]})
     if not module.check_mode:
-        for top, _dirs, _names in os.walk(directory, topdown=False):
-            if top != directory and not os.listdir(top):
-                os.rmdir(top)
-    result["changed"] = bool(steps)
+        removed = node.remove_empty_dirs(subdirs)
+        result["changes"].extend({"path": named(d), "action": "removed"} for d in removed)
+        for directory in [real_dir] + subdirs:
+            if directory not in removed:
+                node.remove_stale_temps(directory)
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    params = module.params
+    kept = node_model.normalize_host_path(params["dir"])
+    node = node_fs.NodeRoot(params["host_root"])
+    result = {"changed": False, "dir": kept, "changes": [], "diff": []}
+    try:
+        with node.locked():
+            real_dir = node.resolve(kept)
+            if node.exists(real_dir) and not node.is_dir(real_dir):
+                module.fail_json(msg="%s exists and is not a directory; move it away so the copies kept across "
+                                     "reboots can go there" % kept, **result)
+            if params["state"] == "absent":
+                remove_all(module, node, kept, real_dir, result)
+            else:
+                keep(module, node, kept, real_dir, result)
+    except node_fs.NodeFsError as exc:
+        module.fail_json(msg=str(exc), **result)
     module.exit_json(**result)
 
 

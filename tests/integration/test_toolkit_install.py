@@ -87,6 +87,10 @@ def test_cos_tree_install_wrappers_and_removal(cos_node, tmp_path):
     results = four_runs(args)
     assert installed(cos_node) == EXPECTED
     assert sorted(results[1]["added"]) == EXPECTED
+    assert {c["path"]: c["action"] for c in results[1]["changes"]} == dict(
+        {INSTALL: "created", INSTALL + "/.toolkit-manifest.json": "created"},
+        **{INSTALL + "/" + name: "created" for name in EXPECTED})
+    assert results[3]["changes"] == []
     assert str(cos_node.root) not in json.dumps({k: v for k, v in results[1].items() if not k.startswith("_")})
 
     calls = {call["name"] + ("#%d" % i if call["name"] == "nvidia-container-runtime-hook" else ""): call
@@ -277,3 +281,13 @@ def test_noexec_mount_and_exec_mount(cos_node, tmp_path):
     assert [c["args"] for c in ta.read_records(tmp_path / "rec")] == [["ran-after-remount"]]
     options = (tmp_path / "mnt").read_text().split()[5].split(",")
     assert "noexec" not in options and "nosuid" in options
+
+
+def test_wrong_arguments_are_refused_before_anything_is_read(cos_node, tmp_path):
+    """The action plugin validates its arguments as a module would (it did not before)."""
+    before = sorted(str(p) for p in cos_node.root.rglob("*"))
+    unknown = run_module("toolkit_install", {"host_root": str(cos_node.root), "src": [str(tmp_path)], "colour": 1})
+    assert unknown["_rc"] != 0 and "Unsupported parameters" in unknown["msg"] and "colour" in unknown["msg"], unknown
+    bad = run_module("toolkit_install", {"host_root": str(cos_node.root), "state": "gone"})
+    assert bad["_rc"] != 0 and "value of state must be one of: present, absent, got: gone" in bad["msg"], bad
+    assert sorted(str(p) for p in cos_node.root.rglob("*")) == before

@@ -46,7 +46,8 @@ def char(major, minor, mode=0o666):
     (char(195, 0), "replace", "is 195:0, not 195:255"),
     (char(195, 255, 0o600), "chmod", "mode 0600, not 0666"),
     ({"type": "block", "major": 195, "minor": 255}, "replace", "is a block 195:255, not a character device"),
-    ({"type": "regular file"}, "replace", "is a regular file, not a character device"),
+    ({"type": "file"}, "replace", "is a regular file, not a character device"),  # node_fs's vocabulary
+    ({"type": "fifo"}, "replace", "is a fifo, not a character device"),
     ({"type": "directory"}, "refuse", "is a directory, not a character device"),
     ({"type": "symlink"}, "refuse", "is a symlink, not a character device"),
 ])

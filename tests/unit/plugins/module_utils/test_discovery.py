@@ -6,7 +6,7 @@ import os
 import pytest
 from fakenode import link_driver_root
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import discovery
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import discovery, node_fs
 
 
 def _assert_no_host_root(facts, node):
@@ -204,6 +204,17 @@ def test_resolve_in_root_symlink_loop(tmp_path):
         discovery.resolve_in_root(str(tmp_path), "/a/x")
 
 
+def test_resolve_in_root_has_the_one_link_limit_of_node_fs(tmp_path):
+    """A chain of exactly MAX_LINK_HOPS links resolves; one more is a DiscoveryError naming the link."""
+    hops = node_fs.MAX_LINK_HOPS
+    (tmp_path / "end").mkdir()
+    for number in range(hops + 1):
+        os.symlink("l%d" % (number + 1) if number < hops else "end", tmp_path / ("l%d" % number))
+    assert discovery.resolve_in_root(str(tmp_path), "/l1/x") == "/end/x"
+    with pytest.raises(discovery.DiscoveryError, match="too many levels of symbolic links at /l"):
+        discovery.resolve_in_root(str(tmp_path), "/l0/x")
+
+
 # --- a driver root that is a symlink --------------------------------------------------------
 
 def _same_files(facts, node):
@@ -371,3 +382,12 @@ def test_kernel_module_from_proc_modules_alone(fake_node_factory):
     node = fake_node_factory("cos", missing=("proc_version", "gpus"))
     assert not node.node_path("/proc/driver/nvidia").exists()
     assert discovery.discover_node(str(node.root))["kernel_module_loaded"] is True
+
+
+def test_device_nodes_behind_an_absolute_link_are_found_inside_host_root(cos_node):
+    expected = discovery.discover_node(str(cos_node.root))["device_nodes"]
+    cos_node.node_path("/dev").rename(cos_node.node_path("/devices"))
+    cos_node.node_path("/dev").symlink_to("/devices")  # the node's /devices, not this machine's
+    facts = discovery.discover_node(str(cos_node.root))
+    assert facts["device_nodes"] == expected and len(expected) == len(cos_node.device_nodes)
+    assert not any("no NVIDIA device nodes" in w for w in facts["warnings"])

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
 
 import pytest
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_fs
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_layout as tl
 
 INSTALL = "/home/kubernetes/bin/nvidia/toolkit"
@@ -17,7 +19,7 @@ def f():
 
 
 def link(target):
-    return {"type": "link", "target": target}
+    return {"type": "symlink", "target": target}
 
 
 def deb_tree(lib_dir="usr/lib/x86_64-linux-gnu", version="1.14.3", bins=BINS):
@@ -37,7 +39,7 @@ def deb_tree(lib_dir="usr/lib/x86_64-linux-gnu", version="1.14.3", bins=BINS):
     ({"d/a": link("/e/b"), "e/b": f()}, "d/a", "e/b"),
     ({"a": link("../../x")}, "a", None),
     ({"a": link("missing")}, "a", None),
-    ({"a": {"type": "dir"}}, "a", None),
+    ({"a": {"type": "directory"}}, "a", None),
     ({}, "a", None),
     ({"d/a": link("")}, "d/a", None),
 ])
@@ -48,6 +50,20 @@ def test_resolve(tree, path, expected):
 def test_resolve_loop():
     with pytest.raises(tl.LayoutError, match="too many levels"):
         tl.resolve({"a": link("b"), "b": link("a")}, "a")
+
+
+def test_resolve_has_node_fs_hop_limit():
+    assert tl.MAX_LINK_HOPS is node_fs.MAX_LINK_HOPS
+
+    def chain(hops):
+        tree = {"l%d" % i: link("l%d" % (i + 1)) for i in range(hops)}
+        tree["l%d" % hops] = f()
+        return tree
+
+    # As node_fs.NodeRoot.resolve: MAX_LINK_HOPS links are followed, one more is an error.
+    assert tl.resolve(chain(node_fs.MAX_LINK_HOPS), "l0") == "l%d" % node_fs.MAX_LINK_HOPS
+    with pytest.raises(tl.LayoutError, match="too many levels"):
+        tl.resolve(chain(node_fs.MAX_LINK_HOPS + 1), "l0")
 
 
 @pytest.mark.parametrize("tree, lib_dir", [
@@ -190,9 +206,10 @@ def current_file(sha, mode=0o755, uid=0, gid=0):
     (current_file("a", mode=0o775), (0, 0), "metadata"),
     (current_file("a", uid=1000), (0, 0), "metadata"),
     (current_file("a", uid=1000), None, "unchanged"),
-    ({"type": "link", "target": "x", "uid": 0}, (0, 0), "update"),
-    ({"type": "dir"}, (0, 0), "conflicts"),
+    ({"type": "symlink", "target": "x", "uid": 0}, (0, 0), "update"),
+    ({"type": "directory"}, (0, 0), "conflicts"),
     ({"type": "other"}, None, "conflicts"),
+    ({"type": "char"}, None, "conflicts"),
 ])
 def test_plan_files(have, owner, bucket):
     steps = tl.plan({"f": file_entry("a")}, {"f": have}, [], owner)
@@ -202,9 +219,9 @@ def test_plan_files(have, owner, bucket):
 
 @pytest.mark.parametrize("have, owner, bucket", [
     (None, None, "add"),
-    ({"type": "link", "target": "t", "uid": 0}, (0, 0), "unchanged"),
-    ({"type": "link", "target": "t", "uid": 5}, (0, 0), "update"),
-    ({"type": "link", "target": "u", "uid": 0}, None, "update"),
+    ({"type": "symlink", "target": "t", "uid": 0}, (0, 0), "unchanged"),
+    ({"type": "symlink", "target": "t", "uid": 5}, (0, 0), "update"),
+    ({"type": "symlink", "target": "u", "uid": 0}, None, "update"),
     (current_file("a"), None, "update"),
 ])
 def test_plan_links(have, owner, bucket):
@@ -213,14 +230,14 @@ def test_plan_links(have, owner, bucket):
 
 
 def test_plan_removes_only_previous_files_still_there():
-    current = {"old": current_file("x"), "gone": None, "olddir": {"type": "dir"}, "keep": current_file("a")}
+    current = {"old": current_file("x"), "gone": None, "olddir": {"type": "directory"}, "keep": current_file("a")}
     steps = tl.plan({"keep": file_entry("a")}, current, ["old", "gone", "olddir", "keep"], None)
     assert steps["remove"] == ["old"] and steps["unchanged"] == ["keep"]
 
 
 def test_summary_and_describe():
-    entries = {"b": file_entry("0123456789abcdef"), "a": link("b"), "c": None, "d": {"type": "dir"}}
-    assert tl.summary(entries) == "a: link -> b\nb: file 0755 sha256:0123456789ab\nd: dir\n"
+    entries = {"b": file_entry("0123456789abcdef"), "a": link("b"), "c": None, "d": {"type": "directory"}}
+    assert tl.summary(entries) == "a: link -> b\nb: file 0755 sha256:0123456789ab\nd: directory\n"
     assert tl.describe(None) == "absent"
 
 
@@ -232,6 +249,7 @@ def test_manifest_round_trip():
     assert doc["install_dir"] == INSTALL and doc["files"]["nvidia-ctk"]["mode"] == "0755"
     assert doc["created_dirs"] == ["/home/kubernetes", "/home/kubernetes/bin/nvidia/toolkit"]
     parsed = tl.parse_manifest(text)
+    # Format 1 names a symlink "link" on disk, as manifests written by earlier releases do.
     assert parsed["files"]["l.so.1"] == {"type": "link", "target": "l.so.1.2"}
     assert tl.render_manifest(INSTALL, entries) == tl.render_manifest(INSTALL, dict(reversed(list(entries.items()))))
 
@@ -252,3 +270,29 @@ def test_parse_manifest_refuses(text, message):
 
 def test_default_config_path():
     assert tl.default_config_path("/x") == "/x/.config/nvidia-container-runtime/config.toml"
+
+
+def test_fill_contents_swap_set_and_changes():
+    entries = tl.desired_entries({"nvidia-ctk": "usr/bin/nvidia-ctk", "libnvidia-container.so.1.2.3": "lib/x"}, INSTALL)
+    tl.fill_contents(entries, lambda source: b"bytes of " + source.encode())
+    assert entries["nvidia-ctk.real"]["content"] == b"bytes of usr/bin/nvidia-ctk"
+    assert entries["nvidia-ctk.real"]["sha256"] == hashlib.sha256(b"bytes of usr/bin/nvidia-ctk").hexdigest()
+    assert entries["nvidia-ctk"]["content"].startswith(b"#!/bin/sh\n")
+    steps = {"add": ["nvidia-ctk.real", "libnvidia-container.so.1"], "update": ["nvidia-ctk"],
+             "metadata": ["libnvidia-container.so.1.2.3"], "remove": ["old"], "unchanged": [], "conflicts": []}
+    wanted = tl.swap_set(entries, steps, "{}\n")
+    assert list(wanted) == ["nvidia-ctk.real", "libnvidia-container.so.1", "nvidia-ctk",
+                            "libnvidia-container.so.1.2.3", "old", tl.MANIFEST_NAME]
+    assert wanted["libnvidia-container.so.1"] == {"type": "symlink", "target": "libnvidia-container.so.1.2.3"}
+    assert wanted["libnvidia-container.so.1.2.3"] == {"type": "file", "data": b"bytes of lib/x", "mode": 0o644}
+    assert wanted["old"] is None and wanted[tl.MANIFEST_NAME]["data"] == b"{}\n"
+    assert tl.MANIFEST_NAME not in tl.swap_set(entries, steps)
+    assert tl.changes(INSTALL, steps, [INSTALL], "created") == [
+        {"path": INSTALL, "action": "created"},
+        {"path": INSTALL + "/nvidia-ctk.real", "action": "created"},
+        {"path": INSTALL + "/libnvidia-container.so.1", "action": "created"},
+        {"path": INSTALL + "/nvidia-ctk", "action": "updated"},
+        {"path": INSTALL + "/libnvidia-container.so.1.2.3", "action": "updated"},
+        {"path": INSTALL + "/old", "action": "removed"},
+        {"path": INSTALL + "/" + tl.MANIFEST_NAME, "action": "created"},
+    ]

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import time
 
 import pytest
 import yaml
+from confined import free, full_disk, needs_unshare, node_lock_held, read_only, run_confined
 from fakenode import link_driver_root
 from module_runner import run_module
 
@@ -220,7 +222,10 @@ def test_unwritable_directory_fails_cleanly(cos_node, monkeypatch):
     blocker.parent.mkdir(parents=True, exist_ok=True)
     blocker.write_text("a file, not a directory\n")
     result, failed = run(cos_node, monkeypatch, mode="gpu")
-    assert failed and "cannot write in" in result["msg"]
+    assert failed and result["msg"].startswith(
+        "cannot write /etc/cdi/nvidia.yaml: /etc/cdi exists and is not a directory; move it away")
+    assert blocker.read_text() == "a file, not a directory\n"
+    assert ok(cos_node, monkeypatch, mode="gpu", state="absent")["changed"] is False
 
 
 def test_absolute_var_run_link_stays_inside_host_root(cos_node, monkeypatch):
@@ -285,14 +290,36 @@ def test_symlink_loop_in_path_fails_cleanly(cos_node, monkeypatch):
     assert failed and "cannot resolve /etc/loop/cdi/x.yaml under host_root" in result["msg"]
 
 
-def test_write_error_fails_cleanly_and_leaves_no_temp_file(cos_node, monkeypatch):
-    def no_space(*_args):
-        raise OSError(28, "No space left on device")
+@needs_unshare
+def test_a_full_disk_fails_cleanly_and_keeps_the_old_spec(cos_node):
+    """A real ENOSPC: /etc/cdi is a 64 KiB tmpfs (in a private mount namespace), filled up."""
+    old = "# an older spec\nkind: nvidia.com/gpu\n"
+    spec_dir = cos_node.node_path("/etc/cdi")
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "nvidia.yaml").write_text(old)
+    result, seen = run_confined("cdi_spec", {"host_root": str(cos_node.root), "spec_mode": "gpu"},
+                                full_disk(spec_dir), after=free(spec_dir), look=[spec_dir, spec_dir / "nvidia.yaml"])
+    assert result["_rc"] != 0 and result["failed"] is True and result["changed"] is False
+    assert result["msg"] == ("cannot write /etc/cdi/nvidia.yaml: No space left on device; the file was left as "
+                             "it was")
+    assert seen == {str(spec_dir): ["nvidia.yaml"], str(spec_dir / "nvidia.yaml"): old}
 
-    monkeypatch.setattr(cdi_spec.os, "fsync", no_space)
-    result, failed = run(cos_node, monkeypatch, mode="gpu")
-    assert failed and "cannot write" in result["msg"] and "No space left" in result["msg"]
-    assert os.listdir(cos_node.node_path("/etc/cdi")) == []
+
+@needs_unshare
+@pytest.mark.parametrize("state", ["present", "absent"])
+def test_a_read_only_spec_dir_fails_cleanly_and_keeps_the_old_spec(cos_node, monkeypatch, state):
+    """/var/run/cdi a read-only bind mount: neither the write nor the removal happens, and nothing is left."""
+    ok(cos_node, monkeypatch)
+    old = written(cos_node)
+    spec_dir = cos_node.node_path("/var/run/cdi")
+    (spec_dir / "management.nvidia.com-gpu.yaml").write_text(old + "# changed by hand\n")
+    result, seen = run_confined("cdi_spec", {"host_root": str(cos_node.root), "state": state},
+                                read_only(spec_dir), look=[spec_dir, spec_dir / "management.nvidia.com-gpu.yaml"])
+    assert result["_rc"] != 0 and result["changed"] is False
+    assert result["msg"].startswith("cannot %s" % ("write" if state == "present" else "remove"))
+    assert MANAGEMENT_PATH in result["msg"] and "Read-only file system" in result["msg"]
+    assert seen == {str(spec_dir): ["management.nvidia.com-gpu.yaml"],
+                    str(spec_dir / "management.nvidia.com-gpu.yaml"): old + "# changed by hand\n"}
 
 
 def test_host_root_slash_replaces_a_link_too(cos_node, tmp_path, monkeypatch):
@@ -313,18 +340,14 @@ def test_host_root_slash_replaces_a_link_too(cos_node, tmp_path, monkeypatch):
 def test_unreadable_spec_path_fails_cleanly(cos_node, monkeypatch):
     cos_node.node_path(MANAGEMENT_PATH).mkdir(parents=True)
     result, failed = run(cos_node, monkeypatch)
-    assert failed and "cannot read" in result["msg"]
+    assert failed and result["msg"] == "%s is a directory, not a file; nothing was changed" % MANAGEMENT_PATH
 
 
-def test_remove_failure_is_clean(cos_node, monkeypatch):
-    ok(cos_node, monkeypatch)
-
-    def busy(*_args):
-        raise OSError(16, "Device or resource busy")
-
-    monkeypatch.setattr(cdi_spec.os, "unlink", busy)
+def test_a_directory_in_place_of_the_spec_is_not_removed(cos_node, monkeypatch):
+    cos_node.node_path(MANAGEMENT_PATH).mkdir(parents=True)
     result, failed = run(cos_node, monkeypatch, state="absent")
-    assert failed and "cannot remove" in result["msg"] and "busy" in result["msg"]
+    assert failed and "is a directory, not a file" in result["msg"]
+    assert cos_node.node_path(MANAGEMENT_PATH).is_dir()
 
 
 def test_mode_only_change_has_a_diff(cos_node, monkeypatch):
@@ -492,3 +515,50 @@ def test_json_spec_records_nothing_and_leaves_its_directories(cos_node, monkeypa
     json.loads(written(cos_node, path))  # still plain JSON: no comment in it
     assert ok(cos_node, monkeypatch, path=path, state="absent")["removed_dirs"] == []
     assert cos_node.node_path("/etc/cdi").is_dir()
+
+
+# --- one vocabulary: changes, option names, the node's lock -----------------------------------
+
+def test_changes_name_each_path_and_what_happened(cos_node, monkeypatch):
+    made = ok(cos_node, monkeypatch)
+    assert made["changes"] == [{"path": "/var", "action": "created"}, {"path": "/var/run", "action": "created"},
+                               {"path": "/var/run/cdi", "action": "created"},
+                               {"path": MANAGEMENT_PATH, "action": "created"}]
+    assert ok(cos_node, monkeypatch)["changes"] == []
+    cos_node.node_path(MANAGEMENT_PATH).write_text(written(cos_node) + "# by hand\n")
+    assert ok(cos_node, monkeypatch)["changes"] == [{"path": MANAGEMENT_PATH, "action": "updated"}]
+    cos_node.node_path(MANAGEMENT_PATH).chmod(0o600)
+    assert ok(cos_node, monkeypatch)["changes"] == [{"path": MANAGEMENT_PATH, "action": "mode_changed"}]
+    check = ok(cos_node, monkeypatch, state="absent", check_mode=True)
+    assert check["changes"] == [{"path": MANAGEMENT_PATH, "action": "removed"}]
+    removed = ok(cos_node, monkeypatch, state="absent")
+    assert removed["changes"] == [{"path": p, "action": "removed"}
+                                  for p in (MANAGEMENT_PATH, "/var/run/cdi", "/var/run", "/var")]
+
+
+def test_a_link_in_place_of_the_spec_is_replaced(cos_node, monkeypatch):
+    ok(cos_node, monkeypatch, path="/etc/cdi/real.yaml")
+    link = cos_node.node_path(MANAGEMENT_PATH)
+    link.parent.mkdir(parents=True)
+    link.symlink_to("/etc/cdi/real.yaml")
+    assert ok(cos_node, monkeypatch)["changes"] == [{"path": MANAGEMENT_PATH, "action": "replaced"}]
+
+
+@pytest.mark.parametrize("old, new", [({"mode": "gpu"}, {"spec_mode": "gpu"}),
+                                      ({"mode": "gpu", "class": "accel"}, {"spec_mode": "gpu", "device_class": "accel"})])
+def test_the_old_option_names_are_aliases(fake_node_factory, monkeypatch, old, new):
+    first, second = fake_node_factory("cos"), fake_node_factory("cos")
+    with_old, with_new = ok(first, monkeypatch, **old), ok(second, monkeypatch, **new)
+    assert with_old["path"] == with_new["path"] == ("/etc/cdi/nvidia.yaml" if "class" not in old
+                                                    else "/etc/cdi/nvidia.com-accel.yaml")
+    assert with_old["spec"] == with_new["spec"] and with_new["kind"].endswith("/" + old.get("class", "gpu"))
+    assert "warnings" not in with_old
+
+
+def test_waits_for_another_run_holding_the_nodes_lock(cos_node, monkeypatch):
+    """The read-decide-write holds the node's lock: a run started while another holds it waits for it."""
+    with node_lock_held(cos_node.root, 1.5):
+        started = time.monotonic()
+        result = ok(cos_node, monkeypatch)
+        waited = time.monotonic() - started
+    assert waited >= 1.0 and result["changed"] is True

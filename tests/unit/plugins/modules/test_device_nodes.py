@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 
 import pytest
+from confined import free, needs_unshare, no_free_inodes, node_lock_held, read_only, run_confined
 from module_runner import run_module
 
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import device_nodes
@@ -137,3 +139,94 @@ def test_nodes_none_does_nothing(tmp_path, monkeypatch):
 def test_missing_dev_dir(node, monkeypatch):
     result, failed = run_module(device_nodes.main, {"host_root": str(node), "dev_root": "/nowhere"}, monkeypatch=monkeypatch)
     assert failed and "/nowhere/dev does not exist" in result["msg"]
+
+
+# --- dev_root auto, as nvidia_driver_info resolves it ------------------------------------------
+
+def test_dev_root_auto_finds_the_driver_containers_dev(driver_container_node, monkeypatch):
+    node = driver_container_node
+    os.unlink(node.node_path("/run/nvidia/driver/dev/nvidia-uvm-tools"))
+    result, failed = run_module(device_nodes.main, {"host_root": str(node.root)}, monkeypatch=monkeypatch)
+    assert not failed and result["created"] == ["/run/nvidia/driver/dev/nvidia-uvm-tools"]
+    assert (result["dev_root"], result["dev_root_source"]) == ("/run/nvidia/driver", "driver_root holds dev/nvidiactl")
+
+
+def test_dev_root_auto_on_cos_is_the_hosts_dev(cos_node, monkeypatch):
+    result, failed = run_module(device_nodes.main, {"host_root": str(cos_node.root)}, monkeypatch=monkeypatch)
+    assert not failed and not result["changed"] and result["dev_root"] == "/"
+    assert result["dev_root_source"].startswith("host /dev")
+
+
+def test_dev_root_auto_without_a_driver_root_is_the_hosts_dev(node, monkeypatch):
+    result, failed = run_module(device_nodes.main, {"host_root": str(node)}, monkeypatch=monkeypatch)
+    assert not failed and result["dev_root"] == "/"
+    assert result["dev_root_source"] == "host /dev (no driver root found under host_root %s)" % node
+
+
+def test_dev_root_auto_with_a_driver_root_that_is_a_file_fails(node, monkeypatch):
+    (node / "opt").mkdir()
+    (node / "opt" / "nvidia").write_text("x")
+    result, failed = run_module(device_nodes.main, {"host_root": str(node), "driver_root": "/opt/nvidia"},
+                                monkeypatch=monkeypatch)
+    assert failed and result["msg"].startswith("dev_root auto: driver_root /opt/nvidia is a file, not a directory")
+    assert not (node / "dev" / "nvidiactl").exists()
+
+
+def test_a_linked_dev_dir_is_resolved_inside_host_root(node, monkeypatch):
+    (node / "dev").rename(node / "devices")
+    (node / "dev").symlink_to("/devices")  # absolute: the node's /devices, not this machine's
+    result, failed = run_module(device_nodes.main, {"host_root": str(node), "dev_root": "/"}, monkeypatch=monkeypatch)
+    assert not failed and sorted(result["created"]) == sorted("/dev/" + n for n in CONTROL)
+    assert numbers(node / "devices" / "nvidiactl") == (195, 255, 0o666)
+
+
+# --- one vocabulary: changes ------------------------------------------------------------------
+
+def test_changes_say_what_happened_to_each_node(node, monkeypatch):
+    os.mknod(str(node / "dev" / "nvidia-uvm"), stat.S_IFCHR | 0o666, os.makedev(195, 0))
+    os.mknod(str(node / "dev" / "nvidiactl"), stat.S_IFCHR | 0o600, os.makedev(195, 255))
+    os.chmod(node / "dev" / "nvidiactl", 0o600)
+    args = {"host_root": str(node), "fix": True}
+    result, failed = run_module(device_nodes.main, args, check_mode=True, monkeypatch=monkeypatch)
+    expected = [{"path": "/dev/nvidiactl", "action": "mode_changed"}, {"path": "/dev/nvidia-modeset", "action": "created"},
+                {"path": "/dev/nvidia-uvm", "action": "replaced"}, {"path": "/dev/nvidia-uvm-tools", "action": "created"}]
+    assert not failed and result["changes"] == expected
+    result, failed = run_module(device_nodes.main, args, monkeypatch=monkeypatch)
+    assert not failed and result["changes"] == expected
+    result, failed = run_module(device_nodes.main, args, monkeypatch=monkeypatch)
+    assert not failed and result["changes"] == [] and not result["changed"]
+    assert sorted(os.listdir(node / "dev")) == sorted(list(CONTROL) + ["nvidia0"])  # no temp left
+
+
+def test_waits_for_another_run_holding_the_nodes_lock(node, monkeypatch):
+    with node_lock_held(node, 1.5):
+        started = time.monotonic()
+        result, failed = run_module(device_nodes.main, {"host_root": str(node)}, monkeypatch=monkeypatch)
+        waited = time.monotonic() - started
+    assert not failed and result["changed"] and waited >= 1.0
+
+
+# --- failing cleanly: no inode left, a read-only /dev -------------------------------------------
+
+@needs_unshare
+def test_no_free_inode_fails_cleanly(node):
+    """A real ENOSPC: /dev a tmpfs whose inodes are all used (mknod needs an inode, no data block)."""
+    dev = node / "dev"
+    result, seen = run_confined("device_nodes", {"host_root": str(node)}, no_free_inodes(dev), after=free(dev),
+                                look=[dev])
+    assert result["_rc"] != 0 and result["changed"] is False and result["created"] == []
+    assert result["msg"].startswith("cannot create the device node /dev/nvidiactl (char 195:255): No space left "
+                                    "on device; /dev/nvidiactl was left as it was")
+    assert seen == {str(dev): ["nvidia0"]}
+
+
+@needs_unshare
+def test_read_only_dev_fails_cleanly(node):
+    dev = node / "dev"
+    os.mknod(str(dev / "nvidia-uvm"), stat.S_IFCHR | 0o666, os.makedev(195, 0))
+    os.chmod(dev / "nvidia-uvm", 0o666)  # noqa: S103 - the mode NVIDIA device nodes have
+    result, seen = run_confined("device_nodes", {"host_root": str(node), "fix": True}, read_only(dev), look=[dev])
+    assert result["_rc"] != 0 and result["changed"] is False
+    assert "Read-only file system" in result["msg"] and "/dev/nvidiactl" in result["msg"]
+    assert seen == {str(dev): ["nvidia-uvm", "nvidia0"]}
+    assert numbers(dev / "nvidia-uvm") == (195, 0, 0o666)

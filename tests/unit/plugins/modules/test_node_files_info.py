@@ -8,6 +8,7 @@ import os
 import socket
 
 import pytest
+from confined import needs_unshare, read_only, run_confined
 from module_runner import run_module
 
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import node_files_info
@@ -144,7 +145,7 @@ def test_a_file_that_cannot_be_read_says_why(root, monkeypatch):
     finally:
         server.close()
     assert entry["exists"] and not entry["isdir"] and "content" not in entry
-    assert "No such device or address" in entry["error"]
+    assert entry["error"] == "cannot read /etc/containerd.sock: No such device or address"  # a host path
 
 
 def test_exist_lists_what_exists_in_order(root, monkeypatch):
@@ -176,3 +177,13 @@ def test_exist_resolves_an_absolute_link_in_a_parent_inside_host_root(root, monk
     (entry,) = info(root, monkeypatch, paths=["/etc/toolkit/conf.d"])["files"]
     assert entry["exists"] and entry["isdir"]
     assert info(root, monkeypatch, exist=["/etc/toolkit/conf.d"])["existing"] == ["/etc/toolkit/conf.d"]
+
+
+@needs_unshare
+def test_a_read_only_host_root_is_read_the_same(root, monkeypatch):
+    (root / "etc" / "link.toml").symlink_to("/etc/containerd/config.toml")
+    args = {"paths": ["/etc/link.toml", "/etc/missing"], "exist": ["/etc/containerd"]}
+    expected = info(root, monkeypatch, **args)
+    result, _seen = run_confined("node_files_info", dict(args, host_root=str(root)), read_only(root))
+    assert result["_rc"] == 0 and content(result["files"][0]) == b"version = 2\n"
+    assert (result["files"], result["existing"]) == (expected["files"], expected["existing"])

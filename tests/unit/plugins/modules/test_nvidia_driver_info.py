@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from confined import needs_unshare, read_only, run_confined
 from module_runner import run_module
 
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import nvidia_driver_info
@@ -122,3 +123,18 @@ def test_os_release_as_an_absolute_link_is_resolved_inside_host_root(tmp_path, m
     (tmp_path / "etc" / "os-release").symlink_to(target)
     result, _failed = run_module(nvidia_driver_info.main, {"host_root": str(tmp_path)}, monkeypatch=monkeypatch)
     assert result["os_release_id"] == "cos"
+
+
+@needs_unshare
+def test_a_read_only_host_root_is_read_the_same(cos_node, monkeypatch):
+    """COS's / is read-only: the module writes nothing, so it reports exactly what it reports on a writable one."""
+    expected, failed = run_module(nvidia_driver_info.main, {"host_root": str(cos_node.root)}, monkeypatch=monkeypatch)
+    assert not failed
+    listing = sorted(os.listdir(cos_node.root))
+    result, seen = run_confined("nvidia_driver_info", {"host_root": str(cos_node.root)}, read_only(cos_node.root),
+                                look=[cos_node.root])
+    assert result.pop("_rc") == 0, result
+    result.pop("invocation")
+    assert {k: v for k, v in result.items() if k != "systemd_running"} == {
+        k: v for k, v in expected.items() if k != "systemd_running"}
+    assert seen == {str(cos_node.root): listing}

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
+from confined import free, full_disk, needs_unshare, node_lock_held, read_only, run_confined
 from module_runner import run_module
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal as ej
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_fs, persistence
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import persist_files
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import containerd_toml as ct
 
@@ -68,6 +72,7 @@ class Node:
 
 @pytest.fixture
 def node(tmp_path):
+    (tmp_path / "root").mkdir()  # a node's / is there: the module locks it
     return Node(tmp_path / "root")
 
 
@@ -80,6 +85,17 @@ def args_for(node, **overrides):
 
 def run(args, monkeypatch, check_mode=False, diff=False):
     return run_module(persist_files.main, args, check_mode=check_mode, diff=diff, monkeypatch=monkeypatch)
+
+
+STEPS = {action: step for step, action in persistence.CHANGE_ACTIONS.items()}
+
+
+def steps(result):
+    """The files' changes as ``<persistence.plan step> <name in the kept dir>``; the directories
+    made or removed on the way (each a parent of another entry, or the kept dir) left out."""
+    paths = [change["path"] for change in result["changes"]]
+    return ["%s %s" % (STEPS[change["action"]], change["path"][len(KEPT) + 1:]) for change in result["changes"]
+            if change["path"].startswith(KEPT + "/") and not any(p.startswith(change["path"] + "/") for p in paths)]
 
 
 @pytest.mark.parametrize("kind", ["lf", "crlf", "no-final-newline"])
@@ -95,9 +111,9 @@ def test_end_to_end_the_base_is_the_original_config_byte_for_byte(node, monkeypa
     result, failed = run(args, monkeypatch, check_mode=True, diff=True)
     assert not failed and result["changed"]
     assert result["dir"] == KEPT
-    assert result["changes"] == ["create " + n for n in
-                                 sorted(["containerd-base.toml", "containerd-provisioned.toml", SPEC_COPY,
-                                         "driver-version", "reapply.sh"])]
+    assert steps(result) == ["create " + n for n in
+                             sorted(["containerd-base.toml", "containerd-provisioned.toml", SPEC_COPY,
+                                     "driver-version", "reapply.sh"])]
     assert not node.kept().exists()  # check mode writes nothing
 
     result, failed = run(args, monkeypatch, diff=True)
@@ -106,7 +122,7 @@ def test_end_to_end_the_base_is_the_original_config_byte_for_byte(node, monkeypa
     assert node.kept("containerd-provisioned.toml").read_bytes() == provisioned.encode("utf-8")
     diffs = {d["after_header"]: d for d in result["diff"]}
     assert diffs[KEPT + "/containerd-base.toml"] == {
-        "before_header": KEPT + "/containerd-base.toml", "after_header": KEPT + "/containerd-base.toml",
+        "before_header": KEPT + "/containerd-base.toml (absent)", "after_header": KEPT + "/containerd-base.toml",
         "before": "", "after": original}
     assert node.kept_files() == {
         "containerd-base.toml": (original.encode(), 0o644),
@@ -122,7 +138,7 @@ def test_end_to_end_the_base_is_the_original_config_byte_for_byte(node, monkeypa
     for check in (True, False):
         result, failed = run(args, monkeypatch, check_mode=check, diff=True)
         assert not failed and not result["changed"], result
-        assert result["changes"] == [] and result["diff"] == []
+        assert steps(result) == [] and result["diff"] == []
 
 
 def test_the_base_stays_right_on_a_later_run_that_changed_nothing(node, monkeypatch):
@@ -133,7 +149,7 @@ def test_the_base_stays_right_on_a_later_run_that_changed_nothing(node, monkeypa
     run(args_for(node), monkeypatch)
     node.kept("containerd-base.toml").unlink()
     result, failed = run(args_for(node), monkeypatch)
-    assert not failed and result["changed"] and result["changes"] == ["create containerd-base.toml"]
+    assert not failed and result["changed"] and steps(result) == ["create containerd-base.toml"]
     assert node.kept("containerd-base.toml").read_text() == original
 
 
@@ -143,10 +159,10 @@ def test_a_config_without_journal_keeps_no_base_and_a_stale_base_goes(node, monk
     node.write(KEPT + "/containerd-base.toml", "old base\n")
     result, failed = run(args_for(node, cdi_specs=[], files={}), monkeypatch, diff=True)
     assert not failed and result["changed"]
-    assert result["changes"] == ["remove containerd-base.toml", "create containerd-provisioned.toml"]
+    assert steps(result) == ["remove containerd-base.toml", "create containerd-provisioned.toml"]
     removed = [d for d in result["diff"] if d["before_header"].endswith("containerd-base.toml")]
-    assert removed == [{"before_header": KEPT + "/containerd-base.toml", "after_header": KEPT + "/containerd-base.toml",
-                        "before": "old base\n", "after": ""}]
+    assert removed == [{"before_header": KEPT + "/containerd-base.toml",
+                        "after_header": KEPT + "/containerd-base.toml (absent)", "before": "old base\n", "after": ""}]
     assert node.kept_files() == {"containerd-provisioned.toml": (plain.encode(), 0o644)}
 
 
@@ -156,7 +172,7 @@ def test_no_config_or_a_missing_one_is_not_kept(node, monkeypatch, containerd_co
     node.write(KEPT + "/containerd-base.toml", "old\n")
     result, failed = run(args_for(node, containerd_config=containerd_config, cdi_specs=[], files={"x": "1"}), monkeypatch)
     assert not failed and result["changed"]
-    assert result["changes"] == ["remove containerd-base.toml", "remove containerd-provisioned.toml", "create x"]
+    assert steps(result) == ["remove containerd-base.toml", "remove containerd-provisioned.toml", "create x"]
     assert node.kept_files() == {"x": (b"1", 0o644)}
 
 
@@ -172,12 +188,12 @@ def test_cdi_specs_omitted_leaves_the_spec_copies_alone(node, monkeypatch):
     del args["cdi_specs"]
     for check in (True, False):
         result, failed = run(args, monkeypatch, check_mode=check)
-        assert not failed and not result["changed"] and result["changes"] == []
+        assert not failed and not result["changed"] and steps(result) == []
     assert node.kept(SPEC_COPY).read_bytes() == SPEC_TEXT
     assert node.kept(SPEC2_COPY).read_bytes() == b"second\n"
     # ... while the other kept files are still kept up to date.
     result, failed = run(dict(args, files={"reapply.sh": "#!/bin/sh\n", "driver-version": "535.104.12\n"}), monkeypatch)
-    assert not failed and result["changes"] == ["update reapply.sh"]
+    assert not failed and steps(result) == ["update reapply.sh"]
     assert node.kept(SPEC_COPY).read_bytes() == SPEC_TEXT
 
 
@@ -185,20 +201,20 @@ def test_stale_spec_copies_are_removed_with_their_empty_dirs(node, monkeypatch):
     node.write(SPEC, SPEC_TEXT)
     node.write(SPEC2, b"second\n")
     args = args_for(node, containerd_config=None, files={})
-    changes = run(dict(args, cdi_specs=[SPEC, SPEC2]), monkeypatch)[0]["changes"]
+    changes = steps(run(dict(args, cdi_specs=[SPEC, SPEC2]), monkeypatch)[0])
     assert changes == ["create " + SPEC2_COPY, "create " + SPEC_COPY]
     result, failed = run(dict(args, cdi_specs=[SPEC]), monkeypatch, check_mode=True, diff=True)
-    assert not failed and result["changed"] and result["changes"] == ["remove " + SPEC2_COPY]
+    assert not failed and result["changed"] and steps(result) == ["remove " + SPEC2_COPY]
     assert result["diff"][0]["before"] == "second\n" and result["diff"][0]["after"] == ""
     assert node.kept(SPEC2_COPY).exists()
 
     result, failed = run(dict(args, cdi_specs=[SPEC]), monkeypatch)
-    assert not failed and result["changes"] == ["remove " + SPEC2_COPY]
+    assert not failed and steps(result) == ["remove " + SPEC2_COPY]
     assert not node.kept("cdi/etc").exists()  # emptied directories go too
     assert sorted(node.kept_files()) == ["cdi", "cdi/var", "cdi/var/run", "cdi/var/run/cdi", SPEC_COPY]
 
     result, failed = run(dict(args, cdi_specs=[]), monkeypatch)
-    assert not failed and result["changes"] == ["remove " + SPEC_COPY]
+    assert not failed and steps(result) == ["remove " + SPEC_COPY]
     assert node.kept().is_dir() and node.kept_files() == {}
 
 
@@ -208,7 +224,7 @@ def test_a_spec_that_changed_is_updated(node, monkeypatch):
     run(args, monkeypatch)
     node.write(SPEC, b"regenerated for 550\n")
     result, failed = run(args, monkeypatch, diff=True)
-    assert not failed and result["changes"] == ["update " + SPEC_COPY]
+    assert not failed and steps(result) == ["update " + SPEC_COPY]
     assert result["diff"] == [{"before_header": KEPT + "/" + SPEC_COPY, "after_header": KEPT + "/" + SPEC_COPY,
                                "before": SPEC_TEXT.decode(), "after": "regenerated for 550\n"}]
     assert node.kept(SPEC_COPY).read_bytes() == b"regenerated for 550\n"
@@ -219,15 +235,16 @@ def test_a_missing_spec_in_check_mode_is_a_pending_change(node, monkeypatch):
     args = args_for(node, containerd_config=None, files={})
     result, failed = run(args, monkeypatch, check_mode=True, diff=True)
     assert not failed and result["changed"]
-    assert set(result["changes"]) == {"create " + SPEC_COPY}
-    assert result["diff"] and all(d == {"before_header": KEPT + "/" + SPEC_COPY, "after_header": KEPT + "/" + SPEC_COPY,
+    assert set(steps(result)) == {"create " + SPEC_COPY}
+    assert result["diff"] and all(d == {"before_header": KEPT + "/" + SPEC_COPY + " (absent)",
+                                        "after_header": KEPT + "/" + SPEC_COPY,
                                         "before": "", "after": "(written by this run)\n"} for d in result["diff"])
     assert not node.kept().exists()
 
 
 def test_a_missing_spec_in_check_mode_is_reported_once(node, monkeypatch):
     result, _failed = run(args_for(node, containerd_config=None, files={}), monkeypatch, check_mode=True, diff=True)
-    assert result["changes"] == ["create " + SPEC_COPY]
+    assert steps(result) == ["create " + SPEC_COPY]
     assert len(result["diff"]) == 1
 
 
@@ -235,7 +252,7 @@ def test_a_missing_spec_with_a_copy_in_check_mode_is_a_pending_update(node, monk
     node.write(KEPT + "/" + SPEC_COPY, SPEC_TEXT)
     result, failed = run(args_for(node, containerd_config=None, files={}), monkeypatch, check_mode=True, diff=True)
     assert not failed and result["changed"]
-    assert result["changes"] == ["update " + SPEC_COPY]
+    assert steps(result) == ["update " + SPEC_COPY]
     assert result["diff"][0]["before"] == SPEC_TEXT.decode()
     assert result["diff"][0]["after"] == "(written by this run)\n"
     assert node.kept(SPEC_COPY).read_bytes() == SPEC_TEXT
@@ -258,12 +275,12 @@ def test_modes_are_fixed_without_rewriting(node, monkeypatch):
     os.chmod(node.kept("driver-version"), 0o600)
     inode = os.stat(node.kept("reapply.sh")).st_ino
     result, failed = run(args, monkeypatch, check_mode=True, diff=True)
-    assert not failed and result["changed"] and result["changes"] == ["chmod driver-version", "chmod reapply.sh"]
+    assert not failed and result["changed"] and steps(result) == ["chmod driver-version", "chmod reapply.sh"]
     assert result["diff"] == []  # only metadata: no text to show
     assert stat.S_IMODE(os.stat(node.kept("reapply.sh")).st_mode) == 0o644
 
     result, failed = run(args, monkeypatch, diff=True)
-    assert not failed and result["changed"] and result["changes"] == ["chmod driver-version", "chmod reapply.sh"]
+    assert not failed and result["changed"] and steps(result) == ["chmod driver-version", "chmod reapply.sh"]
     assert stat.S_IMODE(os.stat(node.kept("reapply.sh")).st_mode) == 0o755
     assert stat.S_IMODE(os.stat(node.kept("driver-version")).st_mode) == 0o644
     assert os.stat(node.kept("reapply.sh")).st_ino == inode
@@ -275,34 +292,44 @@ def test_writes_are_atomic_replacements(node, monkeypatch):
     run(args, monkeypatch)
     inode = os.stat(node.kept("driver-version")).st_ino
     result, failed = run(dict(args, files={"reapply.sh": REAPPLY, "driver-version": "550.54.15\n"}), monkeypatch)
-    assert not failed and result["changes"] == ["update driver-version"]
+    assert not failed and steps(result) == ["update driver-version"]
     assert node.kept("driver-version").read_text() == "550.54.15\n"
     assert os.stat(node.kept("driver-version")).st_ino != inode  # a new file renamed over the old one
     assert sorted(os.listdir(node.kept())) == ["driver-version", "reapply.sh"]  # no temp files left
 
 
-def test_a_failed_write_leaves_the_old_copy_and_no_temp_file(node, monkeypatch):
+@needs_unshare
+def test_a_full_disk_fails_cleanly_and_keeps_the_old_copy(node, monkeypatch):
+    """A real ENOSPC: the dir above the kept one is a 64 KiB tmpfs (in a private mount namespace), filled up."""
     args = args_for(node, containerd_config=None, cdi_specs=[])
     run(args, monkeypatch)
+    kept = node.kept()
+    result, seen = run_confined("persist_files", dict(args, files={"reapply.sh": REAPPLY, "driver-version": "x" * 8192}),
+                                full_disk(kept.parent), after=free(kept.parent), look=[kept, kept / "driver-version"])
+    assert result["_rc"] != 0 and result["changed"] is False and result["changes"] == []
+    assert result["msg"].startswith("cannot write %s/driver-version: No space left on device" % KEPT)
+    assert result["msg"].endswith("; %s/driver-version was left as it was" % KEPT)
+    assert seen == {str(kept): ["driver-version", "reapply.sh"], str(kept / "driver-version"): "535.104.12\n"}
 
-    def refuse(src, dst):
-        raise PermissionError(13, "Permission denied", dst)
 
-    monkeypatch.setattr(persist_files.os, "replace", refuse)
-    result, failed = run(dict(args, files={"reapply.sh": REAPPLY, "driver-version": "550.54.15\n"}), monkeypatch)
-    assert failed
-    assert result["msg"].startswith("cannot update driver-version in %s: " % KEPT)
-    assert "Permission denied" in result["msg"]
-    assert result["changes"] == ["update driver-version"]
-    assert node.kept("driver-version").read_text() == "535.104.12\n"
-    assert sorted(os.listdir(node.kept())) == ["driver-version", "reapply.sh"]
+@needs_unshare
+@pytest.mark.parametrize("state", ["present", "absent"])
+def test_a_read_only_dir_fails_cleanly_and_keeps_the_old_copies(node, monkeypatch, state):
+    args = args_for(node, containerd_config=None, cdi_specs=[])
+    run(args, monkeypatch)
+    kept = node.kept()
+    new = dict(args, files={"reapply.sh": REAPPLY, "driver-version": "550.54.15\n"}, state=state)
+    result, seen = run_confined("persist_files", new, read_only(kept), look=[kept, kept / "driver-version"])
+    assert result["_rc"] != 0 and result["changed"] is False
+    assert "Read-only file system" in result["msg"] and KEPT in result["msg"]
+    assert seen == {str(kept): ["driver-version", "reapply.sh"], str(kept / "driver-version"): "535.104.12\n"}
 
 
 def test_files_in_subdirectories_and_a_dir_given_with_odd_slashes(node, monkeypatch):
     args = args_for(node, dir="home//kubernetes/bin/nvidia/toolkit/./.gpu-node/", containerd_config=None, cdi_specs=[],
                     files={"units/gpu-node-reapply.service": "[Unit]\n"}, executables=[])
     result, failed = run(args, monkeypatch)
-    assert not failed and result["dir"] == KEPT and result["changes"] == ["create units/gpu-node-reapply.service"]
+    assert not failed and result["dir"] == KEPT and steps(result) == ["create units/gpu-node-reapply.service"]
     assert node.kept("units/gpu-node-reapply.service").read_text() == "[Unit]\n"
     assert not run(args, monkeypatch)[0]["changed"]
 
@@ -334,7 +361,7 @@ def test_absent_removes_the_dir_and_everything_in_it(node, monkeypatch):
     args = {"host_root": str(node.root), "dir": KEPT, "state": "absent"}
     result, failed = run(args, monkeypatch, check_mode=True, diff=True)
     assert not failed and result["changed"]
-    assert result["changes"] == ["remove " + SPEC_COPY, "remove driver-version", "remove unrelated"]
+    assert steps(result) == ["remove " + SPEC_COPY, "remove driver-version", "remove unrelated"]
     assert {d["before_header"]: (d["before"], d["after"]) for d in result["diff"]} == {
         KEPT + "/" + SPEC_COPY: (SPEC_TEXT.decode(), ""), KEPT + "/driver-version": ("1\n", ""),
         KEPT + "/unrelated": ("x\n", "")}
@@ -346,13 +373,13 @@ def test_absent_removes_the_dir_and_everything_in_it(node, monkeypatch):
 
     for check in (True, False):
         result, failed = run(args, monkeypatch, check_mode=check)
-        assert not failed and not result["changed"] and result["changes"] == []
+        assert not failed and not result["changed"] and steps(result) == []
 
 
 def test_absent_of_an_empty_dir_removes_it(node, monkeypatch):
     node.kept().mkdir(parents=True)
     result, failed = run({"host_root": str(node.root), "dir": KEPT, "state": "absent"}, monkeypatch)
-    assert not failed and result["changed"] and result["changes"] == []
+    assert not failed and result["changed"] and result["changes"] == [{"path": KEPT, "action": "removed"}]
     assert not node.kept().exists()
 
 
@@ -371,3 +398,55 @@ def test_a_file_name_outside_dir_is_refused(node, monkeypatch, tmp_path, escape)
                          monkeypatch)
     assert not outside.exists()
     assert failed and name in result["msg"]
+
+
+# --- one vocabulary: changes; the node's lock; what killed runs left ----------------------------
+
+def test_changes_name_every_path_with_its_directories(node, monkeypatch):
+    node.write(SPEC, SPEC_TEXT)
+    args = args_for(node, containerd_config=None, files={"driver-version": "1\n"}, executables=[])
+    parents = ["/home", "/home/kubernetes", "/home/kubernetes/bin", "/home/kubernetes/bin/nvidia",
+               "/home/kubernetes/bin/nvidia/toolkit", KEPT]
+    copy_dirs = [KEPT + "/cdi", KEPT + "/cdi/var", KEPT + "/cdi/var/run", KEPT + "/cdi/var/run/cdi"]
+    expected = ([{"path": d, "action": "created"} for d in parents + copy_dirs]
+                + [{"path": KEPT + "/" + SPEC_COPY, "action": "created"},
+                   {"path": KEPT + "/driver-version", "action": "created"}])
+    for check in (True, False):
+        result, failed = run(args, monkeypatch, check_mode=check)
+        assert not failed and result["changes"] == expected
+    result, failed = run(dict(args, cdi_specs=[]), monkeypatch)
+    assert not failed and result["changes"] == [{"path": KEPT + "/" + SPEC_COPY, "action": "removed"}] + [
+        {"path": d, "action": "removed"} for d in reversed(copy_dirs)]
+    os.chmod(node.kept("driver-version"), 0o600)
+    result, failed = run(dict(args, cdi_specs=[]), monkeypatch)
+    assert not failed and result["changes"] == [{"path": KEPT + "/driver-version", "action": "mode_changed"}]
+
+
+def test_sources_behind_absolute_links_are_read_inside_host_root(node, monkeypatch):
+    node.write("/var/lib/etc-containerd/config.toml", "version = 2\n")
+    node.at("/etc").mkdir()
+    node.at("/etc/containerd").symlink_to("/var/lib/etc-containerd")  # the node's, not this machine's
+    result, failed = run(args_for(node, cdi_specs=[], files={}), monkeypatch)
+    assert not failed and steps(result) == ["create containerd-provisioned.toml"]
+    assert node.kept("containerd-provisioned.toml").read_text() == "version = 2\n"
+
+
+def test_a_temp_file_of_a_killed_run_is_removed_and_not_reported(node, monkeypatch):
+    args = args_for(node, containerd_config=None, cdi_specs=[])
+    run(args, monkeypatch)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = node.kept(node_fs.temp_name_of("driver-version", dead.pid, "00ff"))
+    stale.write_text("half")
+    for check in (True, False):
+        result, failed = run(args, monkeypatch, check_mode=check)
+        assert not failed and not result["changed"] and result["changes"] == []
+    assert sorted(os.listdir(node.kept())) == ["driver-version", "reapply.sh"]
+
+
+def test_waits_for_another_run_holding_the_nodes_lock(node, monkeypatch):
+    with node_lock_held(node.root, 1.5):
+        started = time.monotonic()
+        result, failed = run(args_for(node, containerd_config=None, cdi_specs=[]), monkeypatch)
+        waited = time.monotonic() - started
+    assert not failed and result["changed"] and waited >= 1.0

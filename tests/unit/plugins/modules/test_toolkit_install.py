@@ -3,15 +3,23 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
+import shutil
 import stat
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import toolkit_artifacts as ta
 from module_runner import run_module
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import NodeRoot
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import toolkit_install
 
 INSTALL = "/home/kubernetes/bin/nvidia/toolkit"
+needs_unshare = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
+                                   reason="needs root and unshare for mount namespaces")
 MANIFEST = ".toolkit-manifest.json"
 EXPECTED = sorted(
     [n for n in ta.BINARIES if n != "nvidia-cdi-hook"]
@@ -206,7 +214,7 @@ def test_hardlinks_in_tarball(node, monkeypatch, tmp_path):
     ({"src": ["/etc"]}, "no toolkit files found in src"),
     ({"src": []}, "src is required"),
     ({"remote_src": False}, "run this module through its action plugin"),
-    ({"src": ["/etc/os-release"]}, "neither a directory nor a readable tarball"),
+    ({"src": ["/etc/os-release"]}, "/etc/os-release is not a directory, a package or a readable tarball"),
 ])
 def test_argument_failures(node, monkeypatch, extra, message):
     result, failed = install(node, monkeypatch, **extra)
@@ -258,15 +266,15 @@ def test_failed_swap_keeps_previous_install(node, monkeypatch):
     calls = {"n": 0}
 
     def failing_rename(src, dst, *args, **kwargs):
-        if ".toolkit-staging-" in str(src) and "/.previous/" not in str(src):
+        if ".toolkit-staging-" in str(src) and "/new/" in str(src):
             calls["n"] += 1
             if calls["n"] == 4:
                 raise OSError(28, "No space left on device")
         return real_rename(src, dst, *args, **kwargs)
 
-    monkeypatch.setattr(toolkit_install.os, "rename", failing_rename)
+    monkeypatch.setattr(os, "rename", failing_rename)
     result, failed = install(node, monkeypatch)
-    monkeypatch.setattr(toolkit_install.os, "rename", real_rename)
+    monkeypatch.setattr(os, "rename", real_rename)
     assert failed and "No space left on device" in result["msg"]
     after = snapshot(target)
     assert {k: v[:2] for k, v in after.items()} == {k: v[:2] for k, v in before.items()}
@@ -351,3 +359,141 @@ def test_stale_staging_removed_and_writable_dir_warned(node, monkeypatch):
     assert not failed and result["changed"]
     assert any("world-writable" in w for w in result["warnings"])
     assert not os.path.exists(os.path.join(target, ".toolkit-staging-old"))
+
+
+def test_changes_name_every_path_and_action(node, monkeypatch):
+    result, failed = install(node, monkeypatch, check=True)
+    assert not failed
+    actions = {c["path"]: c["action"] for c in result["changes"]}
+    assert actions[INSTALL] == "created" and actions[INSTALL + "/" + MANIFEST] == "created"
+    assert all(actions[INSTALL + "/" + n] == "created" for n in EXPECTED)
+    assert sorted(p for p in actions if p.startswith(INSTALL + "/")) == sorted(
+        INSTALL + "/" + n for n in EXPECTED + [MANIFEST])
+    assert install(node, monkeypatch)[0]["changes"] == result["changes"]
+    os.chmod(node.node_path(INSTALL + "/nvidia-ctk.real"), 0o700)
+    result, failed = install(node, monkeypatch)
+    assert result["changes"] == [{"path": INSTALL + "/nvidia-ctk.real", "action": "updated"}]
+    assert install(node, monkeypatch)[0]["changes"] == []
+    args = {"host_root": str(node.root), "install_dir": INSTALL, "state": "absent"}
+    result, failed = run_module(toolkit_install.main, args, monkeypatch=monkeypatch)
+    removed = {c["path"] for c in result["changes"] if c["action"] == "removed"}
+    assert removed == {INSTALL + "/" + n for n in EXPECTED + [MANIFEST]} | {INSTALL}
+
+
+def test_a_second_run_waits_for_the_lock_then_fails_naming_the_holder(node, monkeypatch):
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK % (sys.path,), str(node.root)], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        # The module waits node_fs's 60 s; a test waits half a second.
+        monkeypatch.setattr(NodeRoot.locked.__wrapped__, "__defaults__", (0.5, 0.1))
+        result, failed = install(node, monkeypatch)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert failed and "another run is changing this node" in result["msg"] and "pid %d" % holder.pid in result["msg"]
+    assert not os.path.lexists(node.node_path(INSTALL))
+
+
+def test_links_in_install_dir_are_resolved_inside_host_root(node, monkeypatch):
+    os.makedirs(node.node_path("/var/lib/google/toolkit"))
+    os.symlink("/var/lib/google/toolkit", node.node_path("/home/toolkit"))  # absolute: the node's, exec
+    result, failed = install(node, monkeypatch, install_dir="/home/toolkit")
+    assert not failed and result["changed"], result
+    assert sorted(os.listdir(node.node_path("/var/lib/google/toolkit"))) == sorted(EXPECTED + [MANIFEST])
+    assert result["files"][0].startswith("/var/lib/google/toolkit/")
+    assert "exec '/home/toolkit/nvidia-ctk.real'" in open(node.node_path("/var/lib/google/toolkit/nvidia-ctk")).read()
+
+
+def test_packages_are_read_on_the_node_too(node, monkeypatch):
+    debs = ta.build_debs(node.node_path("/var/lib/toolbox/toolkit"), node.node_path("/var/lib/toolbox/debs"))
+    srcs = ["/var/lib/toolbox/debs/" + os.path.basename(str(d)) for d in debs]
+    result, failed = install(node, monkeypatch, src=srcs)
+    assert not failed and sorted(result["added"]) == EXPECTED
+    result, failed = install(node, monkeypatch)  # the same bytes from the tree: nothing to do
+    assert not failed and not result["changed"]
+
+
+HOLD_LOCK = textwrap.dedent("""
+    import sys, time
+    sys.path[:0] = %r
+    from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import NodeRoot
+    with NodeRoot(sys.argv[1]).locked():
+        print("held", flush=True)
+        time.sleep(60)
+""")
+
+# Runs the module in-process in a private mount namespace and prints, as JSON lines, the
+# install dir's content before, the result, and the content after.
+IN_NAMESPACE = textwrap.dedent("""
+    import hashlib, json, os, sys
+    sys.path[:0] = %r
+    from module_runner import run_module
+    from ansible_collections.gpu_node.container_toolkit.plugins.modules import toolkit_install
+
+    def content(path):
+        found = {}
+        for name in sorted(os.listdir(path)):
+            full = os.path.join(path, name)
+            if name == ".filler":
+                continue
+            found[name] = os.readlink(full) if os.path.islink(full) else (
+                "dir" if os.path.isdir(full) else hashlib.sha256(open(full, "rb").read()).hexdigest())
+        return found
+
+    where = sys.argv[1]
+    for args in json.loads(sys.argv[2]):
+        before = content(where)
+        result, failed = run_module(toolkit_install.main, args)
+        print(json.dumps({"before": before, "failed": failed, "msg": result.get("msg"), "after": content(where)}))
+""")
+
+
+def in_namespace(node, setup, runs):
+    """``setup`` (shell) then each of ``runs`` (module args), in one private mount namespace."""
+    where = str(node.node_path(INSTALL))
+    script = "%s\nexec %s -c \"$1\" %s \"$2\"" % (setup, shlex.quote(sys.executable), shlex.quote(where))
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-ec", script, "sh",
+                           IN_NAMESPACE % (sys.path,), json.dumps(runs)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def args_of(node, **extra):
+    return dict({"host_root": str(node.root), "src": ["/var/lib/toolbox/toolkit"], "remote_src": True,
+                 "install_dir": INSTALL}, **extra)
+
+
+@needs_unshare
+def test_a_full_disk_fails_cleanly_with_the_old_install_intact(node, monkeypatch, tmp_path):
+    install(node, monkeypatch)
+    ta.build_tree(node.node_path("/var/lib/toolbox/toolkit"), version="2.0.0")
+    here = shlex.quote(str(node.node_path(INSTALL)))
+    saved = shlex.quote(str(tmp_path / "saved"))
+    # A real ENOSPC: the install copied onto a small tmpfs, which is then filled up.
+    setup = (f"cp -a {here} {saved}\nmount -t tmpfs -o size=256k tmpfs {here}\ncp -a {saved}/. {here}/\n"
+             f"head -c 1M /dev/zero > {here}/.filler 2>/dev/null || true")
+    full, again = in_namespace(node, setup + "\n", [args_of(node), args_of(node, state="absent")])
+    assert full["failed"] and "No space left on device" in full["msg"] and "nothing was changed" in full["msg"], full
+    assert full["after"] == full["before"] and MANIFEST in full["after"]  # no staging directory left either
+    assert not again["failed"] and again["after"] == {}  # removal needs no space
+
+
+@needs_unshare
+def test_a_read_only_install_dir_fails_cleanly_with_the_old_install_intact(node, monkeypatch):
+    install(node, monkeypatch)
+    ta.build_tree(node.node_path("/var/lib/toolbox/toolkit"), version="2.0.0")
+    here = shlex.quote(str(node.node_path(INSTALL)))
+    table = shlex.quote(str(node.node_path("/proc/self/mountinfo")))
+    setup = f"mount --bind {here} {here}\nmount -o remount,bind,ro {here}"
+    # The node's (fake) mount table does not show the read-only mount: the writes themselves fail.
+    update, remove = in_namespace(node, setup, [args_of(node), args_of(node, state="absent")])
+    assert update["failed"] and "Read-only file system; nothing was changed" in update["msg"], update
+    assert update["after"] == update["before"]
+    assert remove["failed"] and "cannot remove %s/" % INSTALL in remove["msg"] and "Read-only" in remove["msg"]
+    assert remove["after"] == update["before"]
+    # With the live mount table, the mount check names the read-only mount before any write.
+    live = f"rm {table}\nln -s /proc/self/mountinfo {table}\n"
+    (named,) = in_namespace(node, setup + "\n" + live, [args_of(node)])
+    assert named["failed"] and "is on the read-only mount %s" % node.node_path(INSTALL) in named["msg"], named
+    assert named["after"] == update["before"]
