@@ -6,11 +6,15 @@ here (``module_utils/docker_config.py``), write them back atomically."""
 
 from __future__ import annotations
 
+import os
+import time
+
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import docker_config as dc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import text_diff
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import normalize_host_path
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import (
+    NodeFile,
     NodeFileError,
     NodeFiles,
     missing_dirs,
@@ -83,6 +87,9 @@ class ActionModule(NodeActionBase):
             if not journal_changed:
                 return False
             if plan["journal_text"] is None:
+                if args["backup"] and not check_mode:
+                    # A rollback of this removal puts the journal back with the file it describes.
+                    backup_files[journal.host_path] = self._keep_copy(files, journal)
                 return files.remove(journal, check_mode)
             did, backup = files.write(journal, plan["journal_text"], check_mode, backup=args["backup"], mode=JOURNAL_MODE)
             if did and args["backup"] and not check_mode:
@@ -122,4 +129,35 @@ class ActionModule(NodeActionBase):
             out["changes"] = [note] + out["changes"]
         if self.diff_mode and config_changed:
             out["diff"] = [text_diff(config.host_path, config_text, config.host_path, plan["text"])]
+        if args["remove_backups"] and not present:
+            removed, removed_dirs = self._remove_backups(files, config, plan["text"], check_mode)
+            if removed:
+                out["removed_backups"] = removed
+                out["changes"].extend("backup %s: made by this module (removed)" % b for b in removed)
+                out["removed_dirs"] = out.get("removed_dirs", []) + removed_dirs
+                out["changes"].extend("directory %s: created by this module (removed)" % d for d in removed_dirs)
+                out["changed"] = True
         return out
+
+    @staticmethod
+    def _keep_copy(files, node_file):
+        """Write a timestamped copy of ``node_file`` next to it, named as ``backup`` names them."""
+        copy_path = "%s.%d.%s~" % (node_file.host_path, os.getpid(), time.strftime("%Y-%m-%d@%H:%M:%S"))
+        files.write(NodeFile(node_file.host_root, copy_path, copy_path, False, None, []), node_file.text, False,
+                    mode=JOURNAL_MODE)
+        return copy_path
+
+    @staticmethod
+    def _remove_backups(files, config, given_back, check_mode):
+        """``remove_backups``: the copies ``backup`` made of the file and its journal while they held
+        this module's edits go, after the file was given back; then the directories this module
+        created for it, when empty."""
+        candidates = files.backups_of(config, dc.backup_pattern(config.host_path))
+        if not candidates:
+            return [], []
+        _read, _existing, texts = files.read_many(config.host_root, [], texts=candidates)
+        ours, dirs = dc.own_backups(config.host_path, dict(zip(candidates, texts)), given_back)
+        for backup in ours:
+            files.remove(NodeFile(config.host_root, backup, backup, True, "", []), check_mode)
+        removed_dirs = files.remove_empty_dirs(config.host_root, dirs, check_mode) if given_back is None else []
+        return ours, removed_dirs

@@ -36,6 +36,7 @@ import copy
 import hashlib
 import json
 import posixpath
+import re
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker
@@ -76,6 +77,7 @@ def argument_spec():
         enable_cdi={"type": "bool"},
         state={"type": "str", "default": "present", "choices": ["present", "absent"]},
         backup={"type": "bool", "default": False},
+        remove_backups={"type": "bool", "default": False},
     )
 
 
@@ -88,6 +90,41 @@ def journal_path(path):
 
 def sha256(text):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def backup_pattern(path):
+    """A regular expression matching the names of the timestamped copies ``backup`` makes of the
+    file at host path ``path`` and of its journal (``<name>.<pid>.<YYYY-MM-DD@HH:MM:SS>~``)."""
+    names = [posixpath.basename(normalize_host_path(path)), posixpath.basename(journal_path(path))]
+    return r"^(%s)\.[0-9]+\.[0-9]{4}-[0-9]{2}-[0-9]{2}@[0-9]{2}:[0-9]{2}:[0-9]{2}~$" % "|".join(
+        re.escape(n) for n in names)
+
+
+def own_backups(path, backups, original):
+    """Which of ``backups`` (host path -> text, or None when unreadable) this module made, and the
+    directories it created for the file, to remove when empty (deepest first).
+
+    Every copy of the journal is this module's (no one else writes that file). A copy of the file
+    is when it holds ``original`` (the text given back, or None when there is none: the first edit's
+    copy) or a text that a journal copy records as written (each later edit's copy)."""
+    journal_name = posixpath.basename(journal_path(path))
+    written, dirs, ours = set(), set(), []
+    for backup, text in backups.items():
+        if posixpath.basename(backup).startswith(journal_name + ".") and text is not None:
+            ours.append(backup)
+            try:
+                journal = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(journal, dict):
+                written.add(journal.get("written_sha256"))
+                dirs.update(d for d in journal.get("created_dirs") or [] if isinstance(d, str))
+    for backup, text in backups.items():
+        if backup in ours or text is None:
+            continue
+        if text == original or sha256(text) in written:
+            ours.append(backup)
+    return sorted(ours), sorted(dirs, key=lambda d: (-d.count("/"), d))
 
 
 def normalize_runtimes(runtimes, install_dir):

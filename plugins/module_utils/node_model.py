@@ -32,6 +32,14 @@ DEFAULT_LIBRARY_SEARCH_PATHS = (
 # What marks a directory as a driver root: the CUDA driver library.
 DRIVER_MARKER_PREFIX = "libcuda.so."
 
+# What shows a container engine is on a node: its daemon's binary or its configuration (host paths).
+# Ordered as engines are configured; containerd first, as Docker runs on it.
+CONTAINER_ENGINE_MARKS = (
+    ("containerd", ("/usr/bin/containerd", "/usr/local/bin/containerd", "/etc/containerd/config.toml")),
+    ("docker", ("/usr/bin/dockerd", "/usr/local/bin/dockerd", "/etc/docker/daemon.json")),
+    ("crio", ("/usr/bin/crio", "/usr/local/bin/crio", "/etc/crio/crio.conf", "/etc/crio/crio.conf.d")),
+)
+
 # Where the NVIDIA device nodes are, relative to dev_root.
 DEVICE_GLOBS = ("dev/nvidia*", "dev/nvidia-caps/*", "dev/nvidia-caps-imex-channels/*")
 
@@ -72,6 +80,17 @@ def os_release_id(text):
         if sep and name == "ID":
             return value.strip().strip("\"'").lower()
     return ""
+
+
+def container_engines(exists):
+    """The engines on a node: ``{engine: [the marks of CONTAINER_ENGINE_MARKS found]}``, in that
+    order, for the host paths for which ``exists(path)`` is true."""
+    found = {}
+    for engine, marks in CONTAINER_ENGINE_MARKS:
+        present = [mark for mark in marks if exists(mark)]
+        if present:
+            found[engine] = present
+    return found
 
 
 def join_host(base, *parts):

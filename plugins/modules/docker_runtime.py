@@ -124,6 +124,18 @@ options:
         RV(backup_files) maps each file written to its copy.
     type: bool
     default: false
+  remove_backups:
+    description:
+      - With O(state=absent), remove the timestamped copies O(backup) made of C(daemon.json) and of its
+        journal while they held this module's edits, once the file is given back; then the directories
+        this module created for a file it removed, when empty. Other copies stay.
+      - A copy of the journal is always this module's; a copy of C(daemon.json) is when it holds the
+        text given back (the first edit's copy of the original) or a text a journal copy records as
+        written by this module.
+      - Roles run it after the engine was restarted on the given-back file, so that the copies a
+        rollback would need are kept until then.
+    type: bool
+    default: false
 notes:
   - Files are touched at O(host_root) joined with their host path; the paths written into
     C(daemon.json) are host paths and never contain O(host_root).
@@ -214,6 +226,12 @@ backup_files:
   sample:
     /etc/docker/daemon.json: /etc/docker/daemon.json.1.2024-01-01@10:00:00~
     /etc/docker/.daemon.json.gpu_node.container_toolkit.json: null
+removed_backups:
+  description: Host paths of the copies O(remove_backups=true) removed (would remove, in check mode).
+  returned: when O(remove_backups=true) removed a copy
+  type: list
+  elements: str
+  sample: [/etc/docker/daemon.json.12345.2024-01-01@10:00:00~]
 removed_dirs:
   description:
     - O(state=absent) - the directories this module created for the file it removed, and removed

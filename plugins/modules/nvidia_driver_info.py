@@ -264,6 +264,16 @@ systemd_running:
   returned: always
   type: bool
   sample: true
+container_engines:
+  description:
+    - The container engines found under O(host_root), each with what showed it, its daemon's binary
+      (C(/usr/bin/containerd), C(/usr/local/bin/containerd), C(/usr/bin/dockerd), C(/usr/local/bin/dockerd),
+      C(/usr/bin/crio), C(/usr/local/bin/crio)) or its configuration (C(/etc/containerd/config.toml),
+      C(/etc/docker/daemon.json), C(/etc/crio/crio.conf), C(/etc/crio/crio.conf.d)). Empty when none is found.
+    - The gpu_node role configures these engines when C(gpu_node_container_engines) is C(auto).
+  returned: always
+  type: dict
+  sample: {containerd: [/usr/bin/containerd, /etc/containerd/config.toml], docker: [/usr/bin/dockerd]}
 kernel_module_loaded:
   description:
     - Whether the C(nvidia) kernel module is loaded (C(/proc/driver/nvidia) exists, or
@@ -283,7 +293,9 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
 def main():
     module = AnsibleModule(argument_spec=node_model.node_argument_spec(driver=True), supports_check_mode=True)
     params = module.params
-    node = {"os_release_id": read_os_release_id(node_fs.NodeRoot(params["host_root"])),
+    root = node_fs.NodeRoot(params["host_root"])
+    node = {"os_release_id": read_os_release_id(root),
+            "container_engines": node_model.container_engines(lambda path: exists(root, path)),
             # Where the module runs, not under host_root: whether systemctl can restart services here.
             "systemd_running": os.path.isdir("/run/systemd/system")}
     try:
@@ -295,6 +307,14 @@ def main():
     for warning in facts.pop("warnings"):
         module.warn(warning)
     module.exit_json(changed=False, **dict(node, **facts))
+
+
+def exists(node, host_path):
+    """Whether ``host_path`` is there on the node (links followed inside host_root)."""
+    try:
+        return node.observe(node.resolve(host_path)) is not None
+    except node_fs.NodeFsError:
+        return False
 
 
 def read_os_release_id(node):

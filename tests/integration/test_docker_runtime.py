@@ -112,9 +112,43 @@ def test_created_from_nothing_and_removed_with_its_directory(tmp_path, daemon):
     assert {"nvidia", "nvidia-cdi", "nvidia-legacy", "runc"} <= set(runtimes)
 
     removed = run_module("docker_runtime", dict(args, state="absent"))
-    # The node had no /etc either: both directories the write made go again, deepest first.
-    assert removed["changed"] is True and removed["removed_dirs"] == ["/etc/docker", "/etc"]
+    # A rollback of the removal would need the journal: its copy stays, and so do the directories.
+    journal_copy = removed["backup_files"][JOURNAL]
+    assert removed["changed"] is True and list(removed["backup_files"]) == [JOURNAL]
+    assert [p.name for p in (tmp_path / "etc/docker").iterdir()] == [journal_copy.rsplit("/", 1)[1]]
+    # Once the engine runs on the given-back node, the copies go, then the directories the write
+    # made (the node had no /etc either), deepest first.
+    cleaned = run_module("docker_runtime", dict(args, state="absent", remove_backups=True))
+    assert cleaned["changed"] is True and cleaned["removed_backups"] == [journal_copy]
+    assert cleaned["removed_dirs"] == ["/etc/docker", "/etc"]
     assert list(tmp_path.iterdir()) == []
+    assert run_module("docker_runtime", dict(args, state="absent", remove_backups=True))["changed"] is False
+
+
+def test_remove_backups_leaves_the_directory_as_it_was_found(tmp_path):
+    """Provision, change the default, uninstall with backups each time: only the copies this module
+    made go, a copy someone else made stays, and the file is the original byte for byte."""
+    original = '{\n  "log-level": "warn"\n}\n'
+    config = node_with(tmp_path, original)
+    theirs = config.with_name("daemon.json.1.2020-01-01@00:00:00~")
+    theirs.write_text('{"debug": true}\n')
+    before = sorted(p.name for p in config.parent.iterdir())
+    args = {"host_root": str(tmp_path), "backup": True}
+    assert run_module("docker_runtime", args)["changed"] is True
+    assert run_module("docker_runtime", dict(args, set_as_default=True))["changed"] is True
+    removed = run_module("docker_runtime", dict(args, state="absent"))
+    assert removed["changed"] is True and config.read_text() == original
+    copies = sorted(set(p.name for p in config.parent.iterdir()) - set(before))
+    # The original, the first and the second edit's texts, and two journals (before the second
+    # edit, and before its removal).
+    assert len(copies) == 5, copies
+    check = run_module("docker_runtime", dict(args, state="absent", remove_backups=True), check=True)
+    assert check["changed"] is True and len(check["removed_backups"]) == 5
+    assert len(list(config.parent.iterdir())) == len(before) + 5
+    cleaned = run_module("docker_runtime", dict(args, state="absent", remove_backups=True))
+    assert sorted(p.rsplit("/", 1)[1] for p in cleaned["removed_backups"]) == copies
+    assert sorted(p.name for p in config.parent.iterdir()) == before
+    assert config.read_text() == original and theirs.read_text() == '{"debug": true}\n'
 
 
 @needs_dockerd

@@ -251,7 +251,9 @@ def test_fleet_output_names_no_host_values(fake_node_factory, tmp_path):
 # 4. gpu_node_toolkit_src / toolkit_src: documented as what toolkit_install accepts.
 
 def _options(role):
-    return yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    """The options of every entry point of ``role`` (``main``, or engine_restart's two)."""
+    specs = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    return {name: option for entry in specs.values() for name, option in entry["options"].items()}
 
 
 @pytest.mark.parametrize("role,src,checksum", [("toolkit", "toolkit_src", "toolkit_checksum"),

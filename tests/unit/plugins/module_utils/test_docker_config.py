@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -360,5 +361,46 @@ def test_set_value_refuses_to_descend_into_a_scalar():
 
 def test_argument_spec_matches_the_documented_options():
     spec = dc.argument_spec()
-    assert sorted(spec) == ["backup", "enable_cdi", "host_root", "install_dir", "path", "runtimes", "set_as_default", "state"]
+    assert sorted(spec) == ["backup", "enable_cdi", "host_root", "install_dir", "path", "remove_backups", "runtimes",
+                            "set_as_default", "state"]
     assert spec["path"]["default"] == "/etc/docker/daemon.json"
+
+
+def test_backup_pattern_matches_the_copies_of_the_file_and_its_journal_only():
+    pattern = re.compile(dc.backup_pattern("/etc/docker/daemon.json"))
+    assert pattern.match("daemon.json.123.2024-01-01@10:00:00~")
+    assert pattern.match(".daemon.json.gpu_node.container_toolkit.json.9.2024-01-01@10:00:00~")
+    assert not pattern.match("daemon.json")
+    assert not pattern.match("daemon.json.bak")
+    assert not pattern.match("other.json.123.2024-01-01@10:00:00~")
+    assert not pattern.match("daemon-json.123.2024-01-01@10:00:00~")
+
+
+def test_own_backups_are_journal_copies_and_texts_this_module_wrote():
+    original = '{"log-level": "warn"}\n'
+    first = present(original)
+    second = present(first["text"], first["journal_text"], set_as_default=True)
+    d = "/etc/docker/"
+    backups = {
+        d + "daemon.json.1.2024-01-01@10:00:00~": original,
+        d + "daemon.json.2.2024-01-01@10:00:01~": first["text"],
+        d + ".daemon.json.gpu_node.container_toolkit.json.2.2024-01-01@10:00:01~": first["journal_text"],
+        d + "daemon.json.3.2024-01-01@10:00:02~": second["text"],
+        d + ".daemon.json.gpu_node.container_toolkit.json.3.2024-01-01@10:00:02~": second["journal_text"],
+        d + "daemon.json.4.2020-01-01@00:00:00~": '{"debug": true}\n',  # someone else's
+        d + "daemon.json.5.2020-01-01@00:00:00~": None,  # unreadable: not ours to judge
+    }
+    ours, dirs = dc.own_backups("/etc/docker/daemon.json", backups, original)
+    assert ours == sorted(list(backups)[:5]) and dirs == []
+    # Without the journal copies, only the original's copy is recognised.
+    only_files = {k: v for k, v in backups.items() if "gpu_node" not in k}
+    assert dc.own_backups("/etc/docker/daemon.json", only_files, original)[0] == [d + "daemon.json.1.2024-01-01@10:00:00~"]
+
+
+def test_own_backups_name_the_directories_a_created_file_needed():
+    created = dc.plan(None, params(created_dirs=["/etc", "/etc/docker"]))
+    copy = "/etc/docker/.daemon.json.gpu_node.container_toolkit.json.1.2024-01-01@10:00:00~"
+    ours, dirs = dc.own_backups("/etc/docker/daemon.json", {copy: created["journal_text"]}, None)
+    assert ours == [copy] and dirs == ["/etc/docker", "/etc"]
+    # A damaged journal copy is still a copy of the journal, and names no directory.
+    assert dc.own_backups("/etc/docker/daemon.json", {copy: "{"}, None) == ([copy], [])

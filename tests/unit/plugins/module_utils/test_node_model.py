@@ -117,3 +117,13 @@ def test_version_mismatch_message():
 ])
 def test_os_release_id(text, expected):
     assert nm.os_release_id(text) == expected
+
+
+def test_container_engines_in_configuration_order_with_what_showed_them():
+    present = {"/usr/local/bin/dockerd", "/etc/containerd/config.toml", "/usr/bin/containerd", "/etc/crio/crio.conf.d"}
+    found = nm.container_engines(present.__contains__)
+    assert list(found) == ["containerd", "docker", "crio"]
+    assert found == {"containerd": ["/usr/bin/containerd", "/etc/containerd/config.toml"],
+                     "docker": ["/usr/local/bin/dockerd"], "crio": ["/etc/crio/crio.conf.d"]}
+    assert nm.container_engines(lambda path: False) == {}
+    assert nm.container_engines({"/etc/docker/daemon.json"}.__contains__) == {"docker": ["/etc/docker/daemon.json"]}

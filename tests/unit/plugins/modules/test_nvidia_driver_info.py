@@ -138,3 +138,18 @@ def test_a_read_only_host_root_is_read_the_same(cos_node, monkeypatch):
     assert {k: v for k, v in result.items() if k != "systemd_running"} == {
         k: v for k, v in expected.items() if k != "systemd_running"}
     assert seen == {str(cos_node.root): listing}
+
+
+def test_container_engines_found_under_host_root_links_resolved_there(cos_node, monkeypatch):
+    result, failed = run_module(nvidia_driver_info.main, {"host_root": str(cos_node.root)}, monkeypatch=monkeypatch)
+    assert not failed and result["container_engines"] == {"containerd": ["/etc/containerd/config.toml"]}
+    (cos_node.node_path("/usr/bin")).mkdir(parents=True, exist_ok=True)
+    cos_node.node_path("/usr/bin/dockerd").write_bytes(b"\x7fELF")
+    # An absolute link is read inside host_root, as the node reads it: this one leads nowhere there.
+    cos_node.node_path("/usr/bin/crio").symlink_to("/opt/crio/bin/crio")
+    result, failed = run_module(nvidia_driver_info.main, {"host_root": str(cos_node.root)}, monkeypatch=monkeypatch)
+    assert result["container_engines"] == {"containerd": ["/etc/containerd/config.toml"], "docker": ["/usr/bin/dockerd"]}
+    cos_node.node_path("/opt/crio/bin").mkdir(parents=True)
+    cos_node.node_path("/opt/crio/bin/crio").write_bytes(b"\x7fELF")
+    result, failed = run_module(nvidia_driver_info.main, {"host_root": str(cos_node.root)}, monkeypatch=monkeypatch)
+    assert result["container_engines"]["crio"] == ["/usr/bin/crio"]
