@@ -194,6 +194,25 @@ class NodeFiles:
             raise NodeFileError("could not remove the directories %s" % ", ".join(host_dirs))
         return [by_node[p] for p in stdout.splitlines() if p in by_node]
 
+    def files_under(self, host_root, host_dir):
+        """Host paths of what is under ``host_dir`` at any depth that is not a directory (files and
+        links; one ``find``); ``[]`` when it is missing."""
+        result = self._module("ansible.builtin.find", {
+            "paths": [node_path(host_root, host_dir)], "file_type": "any", "hidden": True, "recurse": True,
+            "get_checksum": False,
+        })
+        if result.get("failed"):
+            return []
+        found = []
+        for entry in result.get("files", []):
+            if entry.get("isdir"):
+                continue
+            try:
+                found.append(host_path_of(host_root, entry["path"]))
+            except ValueError:
+                continue
+        return sorted(found)
+
     def backups_of(self, node_file, pattern):
         """Host paths of the files next to ``node_file`` whose names match the regular expression
         ``pattern`` (one ``find``)."""

@@ -1,5 +1,7 @@
-"""site.yml, verify.yml and uninstall.yml on a Docker GPU host, checked by a real dockerd (Debian's
-docker.io, 20.10) that the playbooks restart themselves.
+"""The engines the gpu_node role configures: site.yml, verify.yml and uninstall.yml on a Docker GPU
+host, checked by a real dockerd (Debian's docker.io, 20.10) that the playbooks restart themselves;
+a CRI-O node (no CRI-O daemon here: its drop-in is checked by tests/integration/test_crio_runtime.py);
+and which engines auto finds.
 
 The fake node has Docker's ``daemon.json`` and no containerd configuration, so
 ``gpu_node_container_engines: auto`` configures Docker only. dockerd runs on the node's own
@@ -205,7 +207,7 @@ def test_engines_found_on_the_node_are_the_ones_configured(fake_node_factory, tm
         path.parent.mkdir(parents=True)
         path.write_text("{}\n")
     hosts = {name: {"gpu_node_host_root": str(node.root)} for name, node in nodes.items()}
-    hosts["explicit"]["gpu_node_container_engines"] = ["docker"]
+    hosts["explicit"]["gpu_node_container_engines"] = "docker"  # one engine may be given as a string
     inventory = tmp_path / "inventory.json"
     inventory.write_text(json.dumps({"gpu_nodes": {"hosts": hosts, "vars": {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
@@ -227,18 +229,45 @@ def test_engines_found_on_the_node_are_the_ones_configured(fake_node_factory, tm
     assert configured(nodes["explicit"]) == (False, True)
 
 
-def test_a_node_with_only_cri_o_fails_before_anything_is_changed(fake_node_factory, tmp_path):
+def test_a_cri_o_node_gets_the_drop_in_only_and_an_unknown_engine_fails_up_front(fake_node_factory, tmp_path):
+    crio_node = fake_node_factory("ubuntu")
+    crio_node.node_path("/etc/crio/crio.conf.d").mkdir(parents=True)
+    wrong = fake_node_factory("ubuntu")
+    before = listing(wrong.root)
+    inventory = tmp_path / "inventory.json"
+    common = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+              "gpu_node_toolkit_src": str(toolkit_artifacts.build_tree(tmp_path / "artifacts")),
+              "gpu_node_containerd_restart_mode": "none", "gpu_node_crio_restart_mode": "none"}
+    inventory.write_text(json.dumps({"gpu_nodes": {"vars": common, "hosts": {
+        "crio-node": {"gpu_node_host_root": str(crio_node.root)},
+        "wrong-node": {"gpu_node_host_root": str(wrong.root), "gpu_node_container_engines": ["containerd", "podman"]},
+    }}}))
+    # One node failing must not stop the other (the playbook's default stops the whole batch).
+    proc = run_playbook(PLAYBOOKS / "site.yml", inventory=str(inventory), extra_vars={"gpu_node_max_fail_percentage": 100})
+    totals = recap(proc.stdout)
+    assert totals["crio-node"]["failed"] == 0 and totals["wrong-node"]["failed"] == 1, proc.stdout[-4000:]
+    drop_in = crio_node.node_path("/etc/crio/crio.conf.d/99-nvidia.toml").read_text()
+    assert 'runtime_path = "/usr/local/nvidia/toolkit/nvidia-container-runtime"' in drop_in
+    assert not crio_node.node_path("/etc/containerd").exists() and not crio_node.node_path(CONFIG).exists()
+    assert "gpu_node_container_engines names 'podman', which is not one of containerd, docker, crio." in proc.stdout, proc.stdout[-3000:]
+    assert differences(before, listing(wrong.root)) == ([], [], [])
+
+
+def test_a_cri_o_node_is_left_as_found_by_uninstall(fake_node_factory, tmp_path):
     node = fake_node_factory("ubuntu")
-    node.node_path("/etc/crio/crio.conf.d").mkdir(parents=True)
+    node.node_path("/usr/bin").mkdir(parents=True, exist_ok=True)
+    node.node_path("/usr/bin/crio").write_text("#!/bin/sh\n")  # CRI-O found by its binary alone
     before = listing(node.root)
     inventory = tmp_path / "inventory.json"
     inventory.write_text(json.dumps({"gpu_nodes": {"hosts": {"crio-node": {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
         "gpu_node_host_root": str(node.root),
         "gpu_node_toolkit_src": str(toolkit_artifacts.build_tree(tmp_path / "artifacts")),
-        "gpu_node_containerd_restart_mode": "none"}}}}))
-    proc = run_playbook(PLAYBOOKS / "site.yml", inventory=str(inventory))
-    assert proc.returncode != 0
-    assert "Found only crio on this node, which this collection does not configure yet" in proc.stdout
-    assert "set gpu_node_container_engines" in proc.stdout
+        "gpu_node_crio_restart_mode": "none"}}}}))
+    for playbook, changed in (("site.yml", True), ("site.yml", False), ("uninstall.yml", True), ("uninstall.yml", False)):
+        proc = run_playbook(PLAYBOOKS / playbook, inventory=str(inventory))
+        assert proc.returncode == 0, proc.stdout[-4000:]
+        assert (recap(proc.stdout)["crio-node"]["changed"] > 0) is changed, (playbook, proc.stdout[-3000:])
+        if playbook == "site.yml":
+            assert node.node_path("/etc/crio/crio.conf.d/99-nvidia.toml").is_file()
     assert differences(before, listing(node.root)) == ([], [], [])
