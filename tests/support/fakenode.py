@@ -391,6 +391,58 @@ def build_node(root, layout="cos", driver_version=DEFAULT_DRIVER_VERSION, gpus=2
     return node
 
 
+def upgrade_driver(node, version):
+    """Put driver ``version`` on ``node`` as a driver upgrade does: the driver root's files are
+    those of the new version (the old versioned libraries, binaries and firmware gone), and the
+    loaded kernel module says the new version. Device nodes stay. Returns the new FakeNode."""
+    with tempfile.TemporaryDirectory(prefix="upgrade-") as scratch:
+        fresh = build_node(Path(scratch) / "node", node.layout, driver_version=version, gpus=len(node.gpus) or 2)
+        old_root = node.node_path(node.driver_root)
+        new_root = fresh.node_path(fresh.driver_root)
+        if node.driver_root == "/":
+            lib_dir = LAYOUTS[node.layout]["lib_dir"]
+            for old in Path(old_root, lib_dir).glob("lib*.so*%s*" % node.driver_version):
+                old.unlink()
+            for lib in fresh.libraries:
+                target = node.node_path(lib["path"])
+                shutil.copy2(fresh.node_path(lib["path"]), target)
+                soname = lib["soname"]
+                if soname and soname != os.path.basename(lib["path"]):
+                    link = target.with_name(soname)
+                    if link.is_symlink() or link.exists():
+                        link.unlink()
+                    os.symlink(os.path.basename(lib["path"]), link)
+            for host_path in fresh.binaries + fresh.firmware:
+                node.node_path(host_path).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(fresh.node_path(host_path), node.node_path(host_path))
+            if (Path(old_root) / "etc" / "ld.so.cache").exists():
+                subprocess.run(["ldconfig", "-r", str(old_root)], check=True, capture_output=True)
+        else:
+            keep = {"dev", "run", "toolkit"}  # device nodes, the persistenced socket, our install
+            for entry in list(Path(old_root).iterdir()):
+                if entry.name in keep:
+                    continue
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+            for entry in Path(new_root).iterdir():
+                if entry.name in keep:
+                    continue
+                destination = Path(old_root) / entry.name
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.copytree(entry, destination, symlinks=True)
+                else:
+                    shutil.copy2(entry, destination, follow_symlinks=False)
+        for proc in ("/proc/driver/nvidia/version", "/proc/devices"):
+            shutil.copy2(fresh.node_path(proc), node.node_path(proc))
+        node.driver_version = version
+        node.libraries = fresh.libraries
+        node.binaries = fresh.binaries
+        node.firmware = fresh.firmware
+    return node
+
+
 def link_driver_root(node, target, relative=False):
     """Move the node's driver root to the host path ``target`` and leave a symlink in its place:
     absolute (``/run/nvidia/driver -> /var/lib/nvidia-driver``) or relative, as on COS
