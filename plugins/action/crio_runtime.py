@@ -118,8 +118,8 @@ class ActionModule(NodeActionBase):
         """Where a copy of the drop-in goes: beside the drop-in directory, hidden. Never inside it:
         CRI-O reads every file there, a copy included."""
         directory = posixpath.dirname(posixpath.dirname(drop_in.host_path))
-        return posixpath.join(directory, ".%s.%d.%s~" % (posixpath.basename(drop_in.host_path), os.getpid(),
-                                                          time.strftime("%Y-%m-%d@%H:%M:%S")))
+        name = ".%s.%d.%s~" % (posixpath.basename(drop_in.host_path), os.getpid(), time.strftime("%Y-%m-%d@%H:%M:%S"))
+        return posixpath.join(directory, name)
 
     def _keep_copy(self, files, drop_in):
         copy_path = self._copy_path(drop_in)

@@ -110,7 +110,7 @@ class DockerNode:
         try:
             pid = int((self.work / "pid").read_text().strip())
             os.kill(pid, signal.SIGTERM)
-            for _ in range(200):
+            for _attempt in range(200):
                 os.kill(pid, 0)
                 time.sleep(0.1)
         except (OSError, ValueError):
