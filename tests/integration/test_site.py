@@ -10,7 +10,7 @@ import subprocess
 import pytest
 import toolkit_artifacts
 from ansible_runner import REPO, recap, run_playbook
-from fakenode import GKE_CONTAINERD_CONFIG
+from fakenode import GKE_CONTAINERD_CONFIG, upgrade_driver
 
 PLAYBOOKS = REPO / "playbooks"
 TOOLKIT = "/home/kubernetes/bin/nvidia/toolkit"
@@ -113,8 +113,8 @@ def test_reboot_reapply_script_brings_a_fresh_etc_back(cos_site):
     assert "restored the provisioned containerd config" in proc.stderr
 
     # Running the playbook after the re-apply finds nothing to do.
-    _proc, again = _play("site.yml", extra)
-    assert again["changed"] == 0
+    proc, again = _play("site.yml", extra, diff=True)
+    assert again["changed"] == 0, proc.stdout[-6000:]
 
     # GKE changed its config in the meantime: the script leaves it alone and says so.
     changed_config = GKE_CONTAINERD_CONFIG.replace("max_container_log_line_size = 262144", "max_container_log_line_size = 1")
@@ -123,6 +123,42 @@ def test_reboot_reapply_script_brings_a_fresh_etc_back(cos_site):
     assert proc.returncode == 1
     assert "run the provisioning playbook again" in proc.stderr
     assert config.read_text() == changed_config
+
+
+def test_reboot_with_a_driver_upgrade_makes_the_specs_again_with_no_playbook_run(cos_site):
+    """GKE installs a new driver at boot: reapply.sh has gpu-node-cdi make the specs from the running
+    driver, keeps them for the next boot, and the next site.yml run finds nothing to change."""
+    node, extra = cos_site
+    _play("site.yml", extra)
+    old = node.driver_version
+    script = node.node_path(TOOLKIT + "/.gpu-node/reapply.sh")
+    settings = node.node_path(TOOLKIT + "/.gpu-node/cdi-refresh.json").read_text()
+    assert '"spec_mode": "management"' in settings or '"mode": "management"' in settings
+
+    upgrade_driver(node, "550.54.15")
+    node.node_path("/etc/containerd/config.toml").write_text(GKE_CONTAINERD_CONFIG)
+    os.unlink(node.node_path(SPEC))
+    env = dict(os.environ, HOST_ROOT=str(node.root), GPU_NODE_RESTART="none")
+    proc = subprocess.run(["sh", str(script)], env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "regenerated the CDI specs for driver 550.54.15 (they were made for %s)" % old in proc.stderr
+    spec = node.node_path(SPEC).read_text()
+    assert "550.54.15" in spec and old not in spec
+    kept = node.node_path(TOOLKIT + "/.gpu-node/cdi" + SPEC).read_text()
+    assert kept == spec
+    assert node.node_path(TOOLKIT + "/.gpu-node/driver-version").read_text() == "550.54.15\n"
+
+    _proc, again = _play("site.yml", extra)
+    assert again["changed"] == 0
+
+    # A driver tree gpu-node-cdi cannot read: the old spec stays and the script says what to do.
+    for library in node.node_path("/home/kubernetes/bin/nvidia/lib64").glob("libcuda.so*"):
+        library.unlink()
+    upgrade = node.node_path("/proc/driver/nvidia/version")
+    upgrade.write_text(upgrade.read_text().replace("550.54.15", "560.28.03"))
+    proc = subprocess.run(["sh", str(script)], env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and "run the provisioning playbook again" in proc.stderr
+    assert node.node_path(SPEC).read_text() == spec
 
 
 def test_cloud_init_snippet_and_unit(cos_site):
