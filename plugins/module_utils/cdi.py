@@ -123,8 +123,19 @@ def mount_edits(facts, container_driver_root=None):
     return mounts
 
 
+# The links create-symlinks makes besides each library's SONAME link, as NVIDIA's own CDI generator
+# makes them: (the library's file name prefix, the link's name, which points at its SONAME).
+# Applications dlopen these names: libcuda.so (CUDA's loaders, the driver API's linker name),
+# libnvidia-opticalflow.so (the Optical Flow SDK), libGLX_indirect.so.0 (libglvnd's indirect GLX).
+COMPAT_LINKS = (
+    ("libcuda.so.", "libcuda.so"),
+    ("libnvidia-opticalflow.so.", "libnvidia-opticalflow.so"),
+    ("libGLX_nvidia.so.", "libGLX_indirect.so.0"),
+)
+
+
 def library_links(libraries, driver_root, container_driver_root=None):
-    """``target::link`` pairs for create-symlinks: SONAME links, libcuda.so, libGLX_indirect.so.0."""
+    """``target::link`` pairs for create-symlinks: SONAME links, then the COMPAT_LINKS."""
     links = []
     for lib in libraries:
         container = _container_path(lib["path"], driver_root, container_driver_root)
@@ -132,10 +143,9 @@ def library_links(libraries, driver_root, container_driver_root=None):
         soname = lib.get("soname")
         if soname and soname != name:
             links.append("%s::%s" % (name, posixpath.join(directory, soname)))
-        if name.startswith("libcuda.so."):
-            links.append("%s::%s" % (soname or name, posixpath.join(directory, "libcuda.so")))
-        if name.startswith("libGLX_nvidia.so."):
-            links.append("%s::%s" % (soname or name, posixpath.join(directory, "libGLX_indirect.so.0")))
+        for prefix, link in COMPAT_LINKS:
+            if name.startswith(prefix):
+                links.append("%s::%s" % (soname or name, posixpath.join(directory, link)))
     return links
 
 

@@ -22,6 +22,8 @@ import sys
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import (
     cdi,
     cdi_files,
+    dev_char,
+    device_nodes,
     node_fs,
     node_model,
 )
@@ -66,7 +68,9 @@ def spec_params(entry, where):
 
 
 def load_settings(text, name):
-    """The list of spec options in the settings file's ``text`` (``name`` is its path, for messages)."""
+    """``(specs, char_links)`` from the settings file's ``text`` (``name`` is its path, for messages):
+    the list of spec options, and the ``dev_root`` whose NVIDIA nodes get ``/dev/char`` links, or
+    None when the file does not ask for them."""
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -74,18 +78,35 @@ def load_settings(text, name):
     if not isinstance(data, dict) or data.get("version") != SETTINGS_VERSION or not isinstance(data.get("specs"), list):
         raise SettingsError("%s: expected {\"version\": %d, \"specs\": [...]}, as the gpu_node role writes it"
                             % (name, SETTINGS_VERSION))
-    return [spec_params(entry, "%s: specs[%d]" % (name, index)) for index, entry in enumerate(data["specs"])]
+    specs = [spec_params(entry, "%s: specs[%d]" % (name, index)) for index, entry in enumerate(data["specs"])]
+    char_links = data.get("char_links")
+    if char_links is not None and not (isinstance(char_links, dict) and isinstance(char_links.get("dev_root"), str)):
+        raise SettingsError("%s: char_links must be {\"dev_root\": \"<host path>\"}, got %r" % (name, char_links))
+    return specs, (char_links or {}).get("dev_root")
 
 
-def refresh(host_root, specs, check_mode=False):
+def refresh(host_root, specs, check_mode=False, char_links=None):
     """Converge every spec of ``specs`` on the node at ``host_root``, under the node's lock.
 
     Returns ``(lines, failed)``: a line for each spec (what changed, or the error that left it as
-    it was) and whether any failed.
+    it was) and whether any failed. With ``char_links`` (a dev_root), the ``/dev/char`` links of
+    its NVIDIA device nodes are made first: /dev is new at every boot.
     """
     node = node_fs.NodeRoot(host_root)
     lines, failed = [], False
     with node.locked():
+        if char_links is not None:
+            dev_dir = node_model.join_host(char_links, "dev")
+            try:
+                links = dev_char.converge(node, dev_dir, node.resolve(dev_dir), check_mode=check_mode)
+            except node_fs.NodeFsError as exc:
+                failed = True
+                lines.append("/dev/char: %s" % exc)
+            else:
+                lines.extend("warning: %s" % w for w in links["warnings"])
+                made = [c["path"] for c in links["changes"] if c["path"] != device_nodes.CHAR_DIR]
+                lines.append("/dev/char: %s" % ("%s%s" % ("would be " if check_mode else "", "linked " + ", ".join(made))
+                                                if made else "up to date"))
         for params in specs:
             params = dict(params, host_root=host_root)
             path = node_model.normalize_host_path(
@@ -124,7 +145,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         with open(args.config, encoding="utf-8") as handle:
-            specs = load_settings(handle.read(), args.config)
+            specs, char_links = load_settings(handle.read(), args.config)
     except OSError as exc:
         sys.stderr.write("%s: cannot read %s: %s; no spec was changed\n" % (PROGRAM, args.config, exc.strerror or exc))
         return 1
@@ -132,7 +153,7 @@ def main(argv=None):
         sys.stderr.write("%s: %s; no spec was changed\n" % (PROGRAM, exc))
         return 1
     try:
-        lines, failed = refresh(args.host_root, specs, args.check)
+        lines, failed = refresh(args.host_root, specs, args.check, char_links)
     except node_fs.NodeFsError as exc:
         sys.stderr.write("%s: %s; no spec was changed\n" % (PROGRAM, exc))
         return 1

@@ -105,3 +105,54 @@ def plan(wanted, found):
             step.update(action="ok", reason="")
         steps.append(step)
     return steps
+
+
+# --- /dev/char links ------------------------------------------------------------------------
+# systemd's udev makes /dev/char/<major>:<minor> for the devices it knows; the NVIDIA nodes made by
+# nvidia-modprobe, a driver container or this collection are not among them. runc's systemd cgroup
+# driver finds devices through these links: without them a container loses its GPUs after
+# `systemctl daemon-reload` ("Failed to initialize NVML: Unknown Error"). NVIDIA's
+# `nvidia-ctk system create-dev-char-symlinks` makes the same links.
+CHAR_DIR = "/dev/char"
+# The NVIDIA device nodes: <dev_root>/dev/nvidia*, and what is in these directories of it.
+NVIDIA_NODE_DIRS = ("nvidia-caps", "nvidia-caps-imex-channels")
+CHAR_LINK_ACTIONS = {"create": "created", "replace": "replaced"}
+
+
+def char_link_target(dev_dir, name):
+    """What ``/dev/char/<major>:<minor>`` points at for the node ``name`` under the host path
+    ``dev_dir``: relative (``../nvidia0``) in the host's /dev, the node's host path elsewhere."""
+    if dev_dir == "/dev":
+        return "../" + name
+    return dev_dir.rstrip("/") + "/" + name
+
+
+def plan_char_links(nodes, dev_dir, found):
+    """The ``/dev/char`` links the NVIDIA device ``nodes`` (``[{"name", "major", "minor"}]``, names
+    relative to ``dev_dir``) need. ``found`` maps a link's name (``195:0``) to what
+    ``node_fs.NodeRoot.observe`` says of it, or None. Returns ``[{"name", "path", "target",
+    "action": "create"|"replace"|"ok"|"refuse", "reason"}]``, one per major:minor.
+
+    A link to somewhere else is replaced (udev's own would point at the same node); anything that
+    is not a link is left alone."""
+    steps = []
+    seen = set()
+    for node in sorted(nodes, key=lambda n: (n["major"], n["minor"], n["name"])):
+        name = "%d:%d" % (node["major"], node["minor"])
+        if name in seen:
+            continue
+        seen.add(name)
+        target = char_link_target(dev_dir, node["name"])
+        current = found.get(name)
+        step = {"name": name, "path": CHAR_DIR + "/" + name, "target": target}
+        if current is None:
+            step.update(action="create", reason="missing")
+        elif current["type"] != "symlink":
+            step.update(action="refuse", reason="is a %s, not a link" % TYPE_WORDS.get(current["type"], current["type"]))
+        elif current.get("target") != target:
+            step.update(action="replace", reason="points at %s, not %s" % (current.get("target"), target))
+        else:
+            step.update(action="ok", reason="")
+        steps.append(step)
+    return steps
+

@@ -18,6 +18,10 @@ description:
   - The spec mounts every driver library, binary, firmware file, Vulkan/EGL/GLX config file and
     existing IPC socket, sets C(NVIDIA_VISIBLE_DEVICES=void), and adds the C(create-symlinks),
     C(enable-cuda-compat) and C(update-ldcache) C(createContainer) hooks.
+  - C(create-symlinks) makes each library's SONAME link and, as NVIDIA's own generator does, the
+    names applications C(dlopen) - C(libcuda.so) and C(libnvidia-opticalflow.so) (to their SONAMEs
+    C(libcuda.so.1) and C(libnvidia-opticalflow.so.1)) and C(libGLX_indirect.so.0) (to
+    C(libGLX_nvidia.so.0)); the list is C(COMPAT_LINKS) in the collection's C(module_utils/cdi.py).
   - The C(cdiVersion) is the lowest version the content needs.
   - YAML specs start with a comment that records the driver version, driver root and device root
     they were built from. After a driver upgrade the file names and hook arguments change, so a

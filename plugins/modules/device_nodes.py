@@ -52,6 +52,19 @@ options:
     type: str
     choices: [control, none]
     default: control
+  char_links:
+    description:
+      - Also make C(/dev/char/<major>:<minor>) a link to each NVIDIA device node (C(nvidia*),
+        C(nvidia-caps/*), C(nvidia-caps-imex-channels/*) under C(<dev_root>/dev)), as NVIDIA's
+        C(nvidia-ctk system create-dev-char-symlinks) does. udev makes these links only for devices it
+        knows, and the NVIDIA nodes are not among them; runc's systemd cgroup driver finds devices through
+        them, so without them containers lose their GPUs after C(systemctl daemon-reload)
+        (C(Failed to initialize NVML), an unknown error).
+      - The links are relative (C(../nvidia0)) in the host's C(/dev), and name the node's host path when
+        O(dev_root) is elsewhere. A link to somewhere else is replaced; anything that is not a link is
+        left alone, with a warning. Like the nodes, the links are not removed again.
+    type: bool
+    default: false
   fix:
     description:
       - Replace an existing node whose type or major/minor numbers are wrong, and correct its
@@ -99,14 +112,15 @@ RETURN = r"""
 changes:
   description:
     - Each node created, replaced (wrong type or numbers, with O(fix=true)) or given the right mode
-      (or, in check mode, that would be), in the order of RV(nodes).
-    - RV(created) and RV(fixed) say the same in the older words; they are kept for one release.
+      (or, in check mode, that would be), in the order of RV(nodes); then, with O(char_links=true), the
+      C(/dev/char) directory when it was made, and each link created or replaced.
+    - RV(created) and RV(fixed) say the same in the older words for the nodes; they are kept for one release.
   returned: success
   type: list
   elements: dict
   contains:
     path:
-      description: Host path of the node.
+      description: Host path of the node, link or directory.
       type: str
       sample: /dev/nvidiactl
     action:
@@ -165,6 +179,15 @@ wrong:
       found: char 195:0 0666
       want: char 509:0 0666
       reason: is 195:0, not 509:0
+char_links:
+  description: With O(char_links=true), each C(/dev/char) link considered, with the action taken.
+  returned: success
+  type: list
+  elements: dict
+  sample:
+    - path: /dev/char/195:255
+      target: ../nvidiactl
+      action: create
 nodes:
   description: Every control node considered, with the action taken.
   returned: success
@@ -182,6 +205,7 @@ import posixpath
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import (
+    dev_char,
     device_nodes,
     discovery,
     node_fs,
@@ -195,6 +219,7 @@ def argument_spec():
         node_model.node_argument_spec(driver=True),
         nodes={"type": "str", "choices": ["control", "none"], "default": "control"},
         fix={"type": "bool", "default": False},
+        char_links={"type": "bool", "default": False},
     )
 
 
@@ -275,13 +300,30 @@ def converge(module, node, result):
         result["changed"] = True
         result["created" if action == "create" else "fixed"].append(host_path)
         result["changes"].append({"path": host_path, "action": device_nodes.CHANGE_ACTIONS[action]})
+    if params["char_links"]:
+        converge_char_links(module, node, dev_dir, real_dir, nodes, result, before_lines, after_lines)
     # The diff is always returned; Ansible shows it only with --diff.
     result["diff"] = node_fs.text_diff(dev_dir, "\n".join(before_lines) + "\n", dev_dir, "\n".join(after_lines) + "\n")
 
 
+def converge_char_links(module, node, dev_dir, real_dir, planned, result, before_lines, after_lines):
+    """/dev/char/<major>:<minor> for every NVIDIA device node (module_utils/dev_char)."""
+    try:
+        links = dev_char.converge(node, dev_dir, real_dir, planned, module.check_mode)
+    except node_fs.NodeFsError as exc:
+        module.fail_json(msg="%s; /dev/char was left as it was" % exc, **result)
+    for warning in links["warnings"]:
+        module.warn(warning)
+    before_lines.extend(links["before"])
+    after_lines.extend(links["after"])
+    result["char_links"] = links["steps"]
+    result["changes"].extend(links["changes"])
+    result["changed"] = result["changed"] or bool(links["changes"])
+
+
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    result = {"changed": False, "changes": [], "created": [], "fixed": [], "wrong": [], "nodes": []}
+    result = {"changed": False, "changes": [], "created": [], "fixed": [], "wrong": [], "nodes": [], "char_links": []}
     if module.params["nodes"] == "none":
         module.exit_json(**result)
     node = node_fs.NodeRoot(module.params["host_root"])

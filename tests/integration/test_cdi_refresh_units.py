@@ -10,6 +10,7 @@ systemd that runs the node (``gpu_node_cdi_refresh: true``; ``auto`` would choos
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -40,7 +41,8 @@ def systemd_node(fake_node_factory, tmp_path):
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
         "gpu_node_host_root": str(node.root),
         "gpu_node_toolkit_src": str(toolkit_artifacts.build_tree(tmp_path / "artifacts")),
-        "gpu_node_containerd_restart_mode": "none", "gpu_node_cdi_refresh": True}}}}))
+        "gpu_node_containerd_restart_mode": "none", "gpu_node_cdi_refresh": True,
+        "gpu_node_dev_char_links": True}}}}))
     return node, str(inventory)
 
 
@@ -77,10 +79,21 @@ def test_units_verified_run_as_systemd_would_and_removed_again(systemd_node, fak
                           + ["/etc/systemd/system/" + unit for unit in UNITS], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
 
+    links = {p.name: os.readlink(p) for p in node.node_path("/dev/char").iterdir()}
+    assert links == {"%d:%d" % (n["major"], n["minor"]): "../" + n["path"][len("/dev/"):] for n in node.device_nodes}
+    assert json.loads(node.node_path(KEPT + "/cdi-refresh.json").read_text())["char_links"] == {"dev_root": "/"}
+
+    # A boot: /dev is new, without the links udev does not make; the boot service makes them again.
+    shutil.rmtree(node.node_path("/dev/char"))
+    program = str(node.node_path(argv[0]))
+    run = subprocess.run(["/usr/bin/python3", "-I", program] + argv[1:3] + [str(node.node_path(argv[3])),
+                         "--host-root", str(node.root)], capture_output=True, text=True, check=False)
+    assert run.returncode == 0 and "/dev/char: linked" in run.stdout, run.stdout + run.stderr
+    assert {p.name: os.readlink(p) for p in node.node_path("/dev/char").iterdir()} == links
+
     # What systemd runs after the driver package is upgraded (the path unit fires on depmod):
     # the program under the node's root, with the node's root given, as the unit would on the node.
     upgrade_driver(node, "550.54.15")
-    program = str(node.node_path(argv[0]))
     run = subprocess.run(["/usr/bin/python3", "-I", program] + argv[1:3] + [str(node.node_path(argv[3])),
                          "--host-root", str(node.root)], capture_output=True, text=True, check=False)
     assert run.returncode == 0, run.stderr
@@ -90,6 +103,9 @@ def test_units_verified_run_as_systemd_would_and_removed_again(systemd_node, fak
 
     assert play("uninstall.yml", inventory)["changed"] > 0
     assert play("uninstall.yml", inventory)["changed"] == 0
+    # The links stay, as the device nodes do (the driver's interface; /dev is new at every boot).
+    assert {p.name: os.readlink(p) for p in node.node_path("/dev/char").iterdir()} == links
+    shutil.rmtree(node.node_path("/dev/char"))
     # What the driver upgrade itself changed, shown on a twin node upgraded alone, is the only
     # difference left.
     twin = fake_node_factory("ubuntu")

@@ -443,3 +443,28 @@ def test_same_kind_warnings():
     assert [w.split()[0] for w in warnings] == ["/etc/cdi/nvidia.yaml", "/var/run/cdi/nvidia.json"]
     assert "prefer /var/run/cdi over /etc/cdi, so /var/run/cdi/own.yaml may not be used" in warnings[0]
     assert cdi.same_kind_warnings("/etc/cdi/x.yaml", "other.com/gpu", others) == []
+
+
+@pytest.mark.parametrize("prefix, link", cdi.COMPAT_LINKS)
+def test_each_compatibility_link_points_at_the_soname(prefix, link):
+    """Every entry of COMPAT_LINKS, on a library of the kind it names, under container paths both
+    with the driver root stripped and re-rooted at /usr/local/nvidia."""
+    soname = {"libcuda.so.": "libcuda.so.1", "libnvidia-opticalflow.so.": "libnvidia-opticalflow.so.1",
+              "libGLX_nvidia.so.": "libGLX_nvidia.so.0"}[prefix]
+    library = {"path": DRIVER_ROOT + "/lib64/%s%s" % (prefix, VERSION), "soname": soname}
+    assert cdi.library_links([library], DRIVER_ROOT) == [
+        "%s%s::/lib64/%s" % (prefix, VERSION, soname), "%s::/lib64/%s" % (soname, link)]
+    assert cdi.library_links([library], DRIVER_ROOT, "/usr/local/nvidia")[1] == "%s::/usr/local/nvidia/lib64/%s" % (
+        soname, link)
+
+
+def test_the_management_spec_of_a_cos_node_has_every_compatibility_link(cos_node):
+    """As nvidia-ctk's management spec has them (issue 16 compared the two on a simulated COS node:
+    libnvidia-opticalflow.so was the one missing)."""
+    from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import discovery
+
+    facts = discovery.discover_node(str(cos_node.root), "auto", "auto", None)
+    links = hooks(cdi.build_spec(facts))["create-symlinks"]["args"][3::2]
+    for _prefix, link in cdi.COMPAT_LINKS:
+        assert any(pair.endswith("::/lib64/" + link) for pair in links), link
+    assert "libnvidia-opticalflow.so.1::/lib64/libnvidia-opticalflow.so" in links

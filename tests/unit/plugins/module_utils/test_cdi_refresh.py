@@ -10,6 +10,7 @@ the way a driver upgrade leaves a node.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -182,3 +183,24 @@ def test_main_without_a_command_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as caught:
         cdi_refresh.main([])
     assert caught.value.code == 2 and "generate" in capsys.readouterr().err
+
+
+def test_char_links_are_made_again_at_boot(cos_node, tmp_path, capsys):
+    config = tmp_path / "cdi-refresh.json"
+    config.write_text(json.dumps({"version": 1, "specs": [{"spec_mode": "management"}], "char_links": {"dev_root": "/"}}))
+    code, out, _err = generate(cos_node, config, capsys, "--check")
+    assert code == 0 and "/dev/char: would be linked /dev/char/195:0" in out
+    assert not cos_node.node_path("/dev/char").exists()
+    code, out, _err = generate(cos_node, config, capsys)
+    assert code == 0 and "/dev/char: linked" in out
+    links = {p.name: os.readlink(p) for p in cos_node.node_path("/dev/char").iterdir()}
+    assert links == {"%d:%d" % (n["major"], n["minor"]): "../" + n["path"][len("/dev/"):] for n in cos_node.device_nodes}
+    code, out, _err = generate(cos_node, config, capsys)
+    assert code == 0 and "/dev/char: up to date" in out
+
+
+def test_char_links_setting_must_name_a_dev_root(cos_node, tmp_path, capsys):
+    config = tmp_path / "cdi-refresh.json"
+    config.write_text(json.dumps({"version": 1, "specs": [], "char_links": True}))
+    code, _out, err = generate(cos_node, config, capsys)
+    assert code == 1 and 'char_links must be {"dev_root": "<host path>"}' in err

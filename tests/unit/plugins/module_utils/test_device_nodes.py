@@ -62,3 +62,26 @@ def test_plan(found, action, reason):
 def test_describe():
     assert dn.describe(None) == "missing"
     assert dn.describe(char(1, 2, 0o644)) == "char 1:2 0644"
+
+
+def test_char_links_one_per_device_relative_in_the_host_dev():
+    nodes = [{"name": "nvidia0", "major": 195, "minor": 0}, {"name": "nvidiactl", "major": 195, "minor": 255},
+             {"name": "nvidia-caps/nvidia-cap1", "major": 508, "minor": 1}, {"name": "nvidia0-dup", "major": 195, "minor": 0}]
+    found = {"195:255": {"type": "symlink", "target": "../nvidiactl"},
+             "508:1": {"type": "symlink", "target": "../somewhere-else"}}
+    steps = dn.plan_char_links(nodes, "/dev", found)
+    assert [(s["path"], s["target"], s["action"]) for s in steps] == [
+        ("/dev/char/195:0", "../nvidia0", "create"),
+        ("/dev/char/195:255", "../nvidiactl", "ok"),
+        ("/dev/char/508:1", "../nvidia-caps/nvidia-cap1", "replace"),
+    ]
+    assert steps[2]["reason"] == "points at ../somewhere-else, not ../nvidia-caps/nvidia-cap1"
+
+
+def test_char_links_name_the_node_outside_the_host_dev_and_leave_non_links_alone():
+    nodes = [{"name": "nvidia0", "major": 195, "minor": 0}, {"name": "nvidia1", "major": 195, "minor": 1}]
+    found = {"195:1": {"type": "char", "major": 195, "minor": 1, "mode": 0o666}}
+    steps = dn.plan_char_links(nodes, "/run/nvidia/driver/dev", found)
+    assert steps[0]["target"] == "/run/nvidia/driver/dev/nvidia0" and steps[0]["action"] == "create"
+    assert steps[1]["action"] == "refuse" and steps[1]["reason"] == "is a char, not a link"
+    assert dn.char_link_target("/dev", "nvidia-uvm") == "../nvidia-uvm"

@@ -230,3 +230,40 @@ def test_read_only_dev_fails_cleanly(node):
     assert "Read-only file system" in result["msg"] and "/dev/nvidiactl" in result["msg"]
     assert seen == {str(dev): ["nvidia-uvm", "nvidia0"]}
     assert numbers(dev / "nvidia-uvm") == (195, 0, 0o666)
+
+
+def test_char_links_for_every_nvidia_node_check_real_check_real(node, monkeypatch):
+    (node / "dev" / "nvidia-caps").mkdir()
+    os.mknod(str(node / "dev" / "nvidia-caps" / "nvidia-cap1"), stat.S_IFCHR | 0o400, os.makedev(508, 1))
+    (node / "dev" / "null").write_text("")  # not NVIDIA's: no link
+    args = {"host_root": str(node), "char_links": True}
+    runs = [run_module(device_nodes.main, args, check_mode=check, diff=True, monkeypatch=monkeypatch)
+            for check in (True, False, True, False)]
+    assert [failed for _result, failed in runs] == [False] * 4
+    assert [result["changed"] for result, _failed in runs] == [True, True, False, False]
+    # Check mode already counts the control nodes it would make, and the directory.
+    assert runs[0][0]["changes"] == runs[1][0]["changes"]
+    assert {"path": "/dev/char", "action": "created"} in runs[1][0]["changes"]
+    links = {p.name: os.readlink(p) for p in (node / "dev" / "char").iterdir()}
+    assert links == {"195:0": "../nvidia0", "195:254": "../nvidia-modeset", "195:255": "../nvidiactl",
+                     "509:0": "../nvidia-uvm", "509:1": "../nvidia-uvm-tools", "508:1": "../nvidia-caps/nvidia-cap1"}
+    assert "/dev/char/195:0: missing" in runs[1][0]["diff"]["before"]
+    assert "/dev/char/195:0: -> ../nvidia0" in runs[1][0]["diff"]["after"]
+    assert all(step["action"] == "ok" for step in runs[3][0]["char_links"])
+
+
+def test_a_char_link_elsewhere_is_replaced_and_a_non_link_left_alone(node, monkeypatch):
+    (node / "dev" / "char").mkdir()
+    os.symlink("../sda", node / "dev" / "char" / "195:0")
+    (node / "dev" / "char" / "195:255").write_text("not a link")
+    result, failed = run_module(device_nodes.main, {"host_root": str(node), "char_links": True}, monkeypatch=monkeypatch)
+    assert not failed
+    assert os.readlink(node / "dev" / "char" / "195:0") == "../nvidia0"
+    assert {"path": "/dev/char/195:0", "action": "replaced"} in result["changes"]
+    assert (node / "dev" / "char" / "195:255").read_text() == "not a link"
+    assert any(w.startswith("/dev/char/195:255 is a regular file, not a link") for w in result["warnings"])
+
+
+def test_without_char_links_nothing_is_linked(node, monkeypatch):
+    result, failed = run_module(device_nodes.main, {"host_root": str(node)}, monkeypatch=monkeypatch)
+    assert not failed and result["char_links"] == [] and not (node / "dev" / "char").exists()
