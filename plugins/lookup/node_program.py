@@ -9,7 +9,7 @@ name: node_program
 short_description: A program for the node, built from this collection's own module_utils
 version_added: 0.1.0
 description:
-  - Returns the text of one executable Python file that runs C(main(argv)) of a module in this
+  - Returns the text of one executable Python file that runs the C(main) function of a module in this
     collection's C(plugins/module_utils), with the source of every module_utils it imports inside it.
     The node needs Python 3's standard library only, and runs the same code the modules run.
   - The text is the same for the same collection, so writing it again changes nothing.
