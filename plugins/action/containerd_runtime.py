@@ -19,7 +19,6 @@ from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import 
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import (
     NodeFile,
-    NodeFileError,
     NodeFiles,
     missing_dirs,
     parent_dirs,
@@ -29,21 +28,13 @@ from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_ed
 
 class ActionModule(NodeActionBase):
     argument_spec = staticmethod(argument_specs.containerd_runtime)
+    refusals = (cc.ConfigError, TomlEditError)
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        args = self.task_args()
-        try:
-            result.update(self._run(args, task_vars or {}))
-        except (cc.ConfigError, TomlEditError) as exc:
-            message = str(exc)
-            if args["path"] not in message:
-                message = "%s: %s" % (args["path"], message)
-            result.update(failed=True, changed=False, msg="%s; the file was left as it was" % message.rstrip("; "))
-        except NodeFileError as exc:
-            result.update(failed=True, changed=False, msg=str(exc))
-        return result
+    def refusal_message(self, exc, args):
+        message = str(exc)
+        if args["path"] not in message:
+            message = "%s: %s" % (args["path"], message)
+        return "%s; the file was left as it was" % message.rstrip("; ")
 
     def _containerd_version(self, files, host_root):
         for candidate in files.existing(host_root, list(cc.CONTAINERD_BINARIES)):
@@ -81,7 +72,7 @@ class ActionModule(NodeActionBase):
         changes.extend("directory %s: created by this module (removed)" % d for d in removed_dirs)
         return {"removed": removed, "changes": changes, "removed_dirs": removed_dirs}
 
-    def _run(self, args, task_vars):
+    def converge(self, args, task_vars):
         host_root = args["host_root"] or "/"
         check_mode = self.check_mode
         files = NodeFiles(self, task_vars)

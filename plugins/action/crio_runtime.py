@@ -18,7 +18,6 @@ from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import 
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import (
     NodeFile,
-    NodeFileError,
     NodeFiles,
     missing_dirs,
     parent_dirs,
@@ -27,20 +26,12 @@ from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_fi
 
 class ActionModule(NodeActionBase):
     argument_spec = staticmethod(crio.argument_spec)
+    refusals = (crio.ConfigError, toml_edit.TomlEditError)
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        args = self.task_args()
-        try:
-            result.update(self._run(args, task_vars or {}))
-        except (crio.ConfigError, toml_edit.TomlEditError) as exc:
-            result.update(failed=True, changed=False, msg="%s; nothing was written" % exc)
-        except NodeFileError as exc:
-            result.update(failed=True, changed=False, msg=str(exc))
-        return result
+    def refusal_message(self, exc, args):
+        return "%s; nothing was written" % exc
 
-    def _run(self, args, task_vars):
+    def converge(self, args, task_vars):
         host_root = args["host_root"] or "/"
         check_mode = self.check_mode
         files = NodeFiles(self, task_vars)

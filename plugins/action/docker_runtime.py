@@ -15,7 +15,6 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_mo
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import (
     NodeFile,
-    NodeFileError,
     NodeFiles,
     missing_dirs,
     parent_dirs,
@@ -27,25 +26,17 @@ JOURNAL_MODE = "0600"
 
 class ActionModule(NodeActionBase):
     argument_spec = staticmethod(dc.argument_spec)
+    refusals = (dc.ConfigError,)
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        args = self.task_args()
-        try:
-            result.update(self._run(args, task_vars or {}))
-        except dc.ConfigError as exc:
-            message = str(exc).rstrip("; ")
-            if normalize_host_path(args["path"]) not in message and "daemon.json" not in message:
-                message = "%s: %s" % (args["path"], message)
-            if "left as it was" not in message:
-                message += "; the file was left as it was"
-            result.update(failed=True, changed=False, msg=message)
-        except NodeFileError as exc:
-            result.update(failed=True, changed=False, msg=str(exc))
-        return result
+    def refusal_message(self, exc, args):
+        message = str(exc).rstrip("; ")
+        if normalize_host_path(args["path"]) not in message and "daemon.json" not in message:
+            message = "%s: %s" % (args["path"], message)
+        if "left as it was" not in message:
+            message += "; the file was left as it was"
+        return message
 
-    def _run(self, args, task_vars):
+    def converge(self, args, task_vars):
         host_root = args["host_root"] or "/"
         check_mode = self.check_mode
         files = NodeFiles(self, task_vars)

@@ -12,7 +12,6 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_mo
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toolkit_toml as tt
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import (
-    NodeFileError,
     NodeFiles,
     missing_dirs,
     parent_dirs,
@@ -22,18 +21,9 @@ from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_ed
 
 class ActionModule(NodeActionBase):
     argument_spec = staticmethod(argument_specs.toolkit_config)
+    refusals = (tc.ToolkitConfigError, TomlEditError)
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        args = self.task_args()
-        try:
-            result.update(self._run(args, task_vars or {}))
-        except (tc.ToolkitConfigError, TomlEditError, NodeFileError) as exc:
-            result.update(failed=True, changed=False, msg=str(exc))
-        return result
-
-    def _run(self, args, task_vars):
+    def converge(self, args, task_vars):
         host_root = args["host_root"] or "/"
         check_mode = self.check_mode
         files = NodeFiles(self, task_vars)

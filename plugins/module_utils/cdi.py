@@ -52,16 +52,8 @@ ROOTED_PREFIXES = {"vulkan/": "/etc/", "glvnd/": "/usr/share/", "egl/": "/usr/sh
 _container_path = functools.lru_cache(maxsize=4096)(node_model.container_path)
 
 
-class CdiError(Exception):
-    """The facts or options cannot make a valid spec; the message says what to set.
-
-    ``details``: data for the module's result (e.g. the paths searched), kept out of the
-    message so that it stays short.
-    """
-
-    def __init__(self, message, **details):
-        super().__init__(message)
-        self.details = details
+class CdiError(node_model.NodeError):
+    """The facts or options cannot make a valid spec; the message says what to set."""
 
 
 # --- discover: which device nodes -----------------------------------------------------------

@@ -15,7 +15,7 @@ import posixpath
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import cdi, discovery, node_fs
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import node_argument_spec
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import NodeError, node_argument_spec
 
 FILE_MODE = 0o644
 # How much of a sibling spec is read for its created_dirs record (it is in the header).
@@ -43,12 +43,8 @@ def argument_spec():
     )
 
 
-class CdiFileError(Exception):
+class CdiFileError(NodeError):
     """The spec cannot be written or removed; nothing was changed. ``details`` go into the result."""
-
-    def __init__(self, message, **details):
-        super().__init__(message)
-        self.details = details
 
 
 class Run:

@@ -51,16 +51,8 @@ MESSAGE_NAMES = 3
 ELF_HEAD_SIZE = 4096
 
 
-class DiscoveryError(Exception):
-    """The node does not hold what discovery needs; the message says what to set.
-
-    ``details``: data for the module's result (e.g. the paths searched), kept out of the
-    message so that it stays short.
-    """
-
-    def __init__(self, message, **details):
-        super().__init__(message)
-        self.details = details
+class DiscoveryError(node_model.NodeError):
+    """The node does not hold what discovery needs; the message says what to set."""
 
 
 def resolve_in_root(root, path):

@@ -44,6 +44,15 @@ CONTAINER_ENGINE_MARKS = (
 DEVICE_GLOBS = ("dev/nvidia*", "dev/nvidia-caps/*", "dev/nvidia-caps-imex-channels/*")
 
 
+class NodeError(Exception):
+    """What a module cannot do on the node; the message says what to set. ``details``: data for the
+    module's result (e.g. the paths searched), kept out of the message so that it stays short."""
+
+    def __init__(self, message, **details):
+        super().__init__(message)
+        self.details = details
+
+
 def normalize_host_path(path):
     """Return ``path`` as an absolute, normalised host path."""
     if not path:

@@ -14,12 +14,38 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import NodeFileError
+
 
 class NodeActionBase(ActionBase):
     TRANSFERS_FILES = True
     _requires_connection = True
     # staticmethod(a function of module_utils.argument_specs): the module's argument spec.
     argument_spec = None
+    # The errors that mean "this file cannot be edited safely": the task fails with
+    # refusal_message(exc, args) and nothing is written. A NodeFileError always fails it too.
+    refusals = ()
+
+    def run(self, tmp=None, task_vars=None):
+        """Validate the arguments, run :meth:`converge` and turn a refusal into a failed result."""
+        result = super().run(tmp, task_vars)
+        del tmp
+        args = self.task_args()
+        try:
+            result.update(self.converge(args, task_vars or {}))
+        except self.refusals as exc:
+            result.update(failed=True, changed=False, msg=self.refusal_message(exc, args))
+        except NodeFileError as exc:
+            result.update(failed=True, changed=False, msg=str(exc))
+        return result
+
+    def converge(self, args, task_vars):
+        """The task's work on validated ``args``: the result dict."""
+        raise NotImplementedError
+
+    def refusal_message(self, exc, args):
+        """What a failed task says for one of :attr:`refusals`."""
+        return str(exc)
 
     def task_args(self):
         """The task's arguments, validated against :attr:`argument_spec`, with defaults filled in.
