@@ -66,22 +66,14 @@ class ActionModule(NodeActionBase):
             trees.append(toolkit_source.read_source(path, src))
         return toolkit_source.merge(trees)
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        args = self.task_args()
-        state = args["state"]
-        remote_src = args["remote_src"]
-        if state != "present" or remote_src:
-            result.update(self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars))
-            return result
+    refusals = (toolkit_source.SourceError,)
 
+    def converge(self, args, task_vars):
+        if args["state"] != "present" or args["remote_src"]:
+            return self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars)
         workdir = tempfile.mkdtemp(prefix="gpu_node-toolkit-")
         try:
-            try:
-                tree = self._local_sources(args, workdir)
-            except toolkit_source.SourceError as exc:
-                raise AnsibleActionFail(to_native(exc)) from None
+            tree = self._local_sources(args, workdir)
             payload = os.path.join(workdir, PAYLOAD_NAME)
             toolkit_source.write_payload(tree, payload)
 
@@ -93,7 +85,6 @@ class ActionModule(NodeActionBase):
             # The module reads a src inside its own temporary directory as it is, not under host_root.
             module_args = dict(args, src=[remote_payload], remote_src=True)
             module_args.pop("checksum", None)
-            result.update(self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars))
+            return self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-        return result
