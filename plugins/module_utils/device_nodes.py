@@ -155,4 +155,3 @@ def plan_char_links(nodes, dev_dir, found):
             step.update(action="ok", reason="")
         steps.append(step)
     return steps
-
