@@ -19,7 +19,8 @@ cache="$repo/.cache/compat"
 constraints=tests/constraints-oldest.txt
 tests=(tests/unit/plugins/plugin_utils tests/unit/plugins/module_utils
        tests/integration/test_containerd_runtime.py tests/integration/test_toolkit_config.py
-       tests/integration/test_site.py)
+       tests/integration/test_site.py tests/integration/test_cdi_refresh_units.py
+       tests/integration/test_container_engines.py::test_engines_found_on_the_node_are_the_ones_configured)
 read -r -a runs <<<"${COMPAT_RUNS:-newest oldest}"
 pip_opts=(--quiet --disable-pip-version-check)
 mkdir -p "$cache"
