@@ -10,7 +10,7 @@ module: persist_files
 short_description: Keep what provisioning wrote where it survives a reboot (Container-Optimized OS)
 version_added: 0.2.0
 description:
-  - On Container-Optimized OS C(/etc) and C(/var/run) are tmpfs and GKE writes containerd's
+  - On Container-Optimized OS C(/etc) and C(/var/run) are tmpfs and GKE writes the container engine's
     configuration again at every boot. This module keeps, in one call, copies of what provisioning
     wrote in a directory that survives (under the toolkit's install dir), together with the
     files given in O(files) (the re-apply script, its unit, a driver version stamp).
@@ -18,10 +18,15 @@ description:
     collection's edits, the configuration they started from as C(containerd-base.toml). The base is
     given back from the edit journal in the provisioned file, so it is right even on a run that
     changed nothing, and needs no read before the edit.
+  - Docker's C(daemon.json) (older GKE images) is kept as C(docker-provisioned.json). When
+    M(gpu_node.container_toolkit.docker_runtime) edited it, its journal (the hidden file next to
+    C(daemon.json)) is kept as C(docker-journal.json) (mode C(0600), as that module writes it), and the
+    configuration the first edit started from, the journal's copy of it, as C(docker-base.json), or
+    C(docker-base.missing) when that module created the file.
   - Each CDI spec in O(cdi_specs) is kept as C(cdi/<host path>).
   - Files in O(dir) that nothing asks for any more (a spec no longer written) are removed.
-  - Symlinks in O(dir), O(containerd_config) and O(cdi_specs) are followed inside O(host_root), as
-    the node resolves them. Links inside O(dir) are not kept files and are left alone.
+  - Symlinks in O(dir), O(containerd_config), O(docker_config) and O(cdi_specs) are followed inside
+    O(host_root), as the node resolves them. Links inside O(dir) are not kept files and are left alone.
 author:
   - GPU node maintainers (@gpu-node)
 extends_documentation_fragment:
@@ -51,6 +56,12 @@ options:
     required: true
   containerd_config:
     description: Host path of containerd's configuration as provisioning left it; not kept when omitted or missing.
+    type: str
+  docker_config:
+    description:
+      - Host path of Docker's C(daemon.json) as provisioning left it; not kept when omitted or missing.
+      - Its journal is read from the same directory, where M(gpu_node.container_toolkit.docker_runtime)
+        keeps it. A journal that is damaged fails the module, and nothing is kept.
     type: str
   cdi_specs:
     description:
@@ -93,6 +104,14 @@ EXAMPLES = r"""
     cdi_specs: [/var/run/cdi/management.nvidia.com-gpu.yaml]
     files:
       driver-version: "535.104.12\n"
+      reapply.sh: "{{ lookup('ansible.builtin.template', 'reapply.sh.j2') }}"
+    executables: [reapply.sh]
+
+- name: Keep Docker's daemon.json on a COS node that runs Docker
+  gpu_node.container_toolkit.persist_files:
+    dir: /home/kubernetes/bin/nvidia/toolkit/.gpu-node
+    docker_config: /etc/docker/daemon.json
+    files:
       reapply.sh: "{{ lookup('ansible.builtin.template', 'reapply.sh.j2') }}"
     executables: [reapply.sh]
 
@@ -140,6 +159,7 @@ import posixpath
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import (
+    docker_config,
     edit_journal,
     node_fs,
     node_model,
@@ -154,6 +174,7 @@ def argument_spec():
         node_model.node_argument_spec(),
         dir={"type": "str", "required": True},
         containerd_config={"type": "str"},
+        docker_config={"type": "str"},
         cdi_specs={"type": "list", "elements": "str"},
         files={"type": "dict", "default": {}},
         executables={"type": "list", "elements": "str", "default": []},
@@ -223,6 +244,13 @@ def wanted_files(module, node, kept, current):
     if params["containerd_config"]:
         config_path = node_model.normalize_host_path(params["containerd_config"])
         config_text = text_of(read_source(node, config_path))
+    docker_data = docker_journal_text = None
+    docker_journal = ""
+    if params["docker_config"]:
+        docker_path = node_model.normalize_host_path(params["docker_config"])
+        docker_journal = docker_config.journal_path(docker_path)
+        docker_data = read_source(node, docker_path)
+        docker_journal_text = text_of(read_source(node, docker_journal))
     specs = {}
     pending = []
     for spec in params["cdi_specs"] or []:
@@ -237,8 +265,9 @@ def wanted_files(module, node, kept, current):
             continue
         specs[spec_path] = data
     try:
-        wanted = persistence.wanted_files(config_text, config_path, specs, params["files"], params["executables"])
-    except edit_journal.JournalError as exc:
+        wanted = persistence.wanted_files(config_text, config_path, specs, params["files"], params["executables"],
+                                          docker_data, docker_journal_text, docker_journal)
+    except (edit_journal.JournalError, docker_config.ConfigError) as exc:
         module.fail_json(msg="%s; nothing was kept" % exc, changed=False, dir=kept, changes=[], diff=[])
     if params["cdi_specs"] is None:
         wanted.update((name, found) for name, found in current.items()

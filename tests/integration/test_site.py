@@ -12,9 +12,14 @@ import toolkit_artifacts
 from ansible_runner import REPO, recap, run_playbook
 from fakenode import GKE_CONTAINERD_CONFIG, upgrade_driver
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import docker_config as dc
+
 PLAYBOOKS = REPO / "playbooks"
 TOOLKIT = "/home/kubernetes/bin/nvidia/toolkit"
 SPEC = "/var/run/cdi/management.nvidia.com-gpu.yaml"
+DOCKER_CONFIG = "/etc/docker/daemon.json"
+# Stands in for the daemon.json GKE writes at boot on COS images that run Docker.
+GKE_DAEMON_JSON = (REPO / "tests" / "fixtures" / "docker" / "docker-docs-logging.json").read_text()
 
 
 @pytest.fixture
@@ -159,6 +164,73 @@ def test_reboot_with_a_driver_upgrade_makes_the_specs_again_with_no_playbook_run
     proc = subprocess.run(["sh", str(script)], env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 1 and "run the provisioning playbook again" in proc.stderr
     assert node.node_path(SPEC).read_text() == spec
+
+
+@pytest.mark.parametrize("boot_config", [GKE_DAEMON_JSON, None], ids=["edited", "created"])
+def test_reboot_reapply_script_brings_dockers_daemon_json_back(cos_site, tmp_path, boot_config):
+    """Docker only (older GKE images): reapply.sh, the unit and the snippet are kept without containerd's
+    copies; after a reboot daemon.json and docker_runtime's journal come back byte for byte and Docker
+    is restarted, through GPU_NODE_DOCKER_RESTART."""
+    node, extra = cos_site
+    extra = dict(extra, gpu_node_container_engines="docker", gpu_node_docker_restart_mode="none")
+    config = node.node_path(DOCKER_CONFIG)
+    journal = node.node_path(dc.journal_path(DOCKER_CONFIG))
+    if boot_config is not None:
+        config.parent.mkdir(parents=True)
+        config.write_text(boot_config)
+    _play("site.yml", extra)
+    provisioned, provisioned_journal = config.read_bytes(), journal.read_bytes()
+    assert b"nvidia-container-runtime" in provisioned
+    kept = node.node_path(TOOLKIT + "/.gpu-node")
+    assert not (kept / "containerd-provisioned.toml").exists()
+    assert {"reapply.sh", "cloud-init.yaml", "docker-provisioned.json", "docker-journal.json"} <= set(os.listdir(kept))
+    script = kept / "reapply.sh"
+    subprocess.run(["shellcheck", str(script)], check=True)
+
+    calls = tmp_path / "restarts"
+    recorder = tmp_path / "record-restart"
+    recorder.write_text('#!/bin/sh\necho "$*" >> "%s"\n' % calls)
+    recorder.chmod(0o755)
+    env = dict(os.environ, HOST_ROOT=str(node.root), GPU_NODE_RESTART="%s containerd" % recorder,
+               GPU_NODE_DOCKER_RESTART="%s docker" % recorder)
+
+    def reboot(daemon_json):
+        """GKE writes its daemon.json again (none where there was none); /etc's journal and /var/run are gone."""
+        if daemon_json is None:
+            shutil.rmtree(config.parent)
+        else:
+            config.write_text(daemon_json)
+            journal.unlink()
+        os.unlink(node.node_path(SPEC))
+
+    reboot(boot_config)
+    proc = subprocess.run(["sh", str(script)], env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "restored Docker's provisioned daemon.json" in proc.stderr
+    assert config.read_bytes() == provisioned
+    assert journal.read_bytes() == provisioned_journal
+    assert stat.S_IMODE(journal.stat().st_mode) == 0o600
+    assert node.node_path(SPEC).exists()
+    assert calls.read_text() == "docker\n"  # Docker only: containerd was not touched
+
+    # The playbook after the re-apply finds nothing to do: docker_runtime reads its journal again.
+    proc, again = _play("site.yml", extra, diff=True)
+    assert again["changed"] == 0, proc.stdout[-6000:]
+
+    # A second run of the script on a node it already brought back: nothing to restore or restart.
+    proc = subprocess.run(["sh", str(script)], env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and "Docker's daemon.json already provisioned" in proc.stderr, proc.stderr
+    assert calls.read_text() == "docker\n"
+
+    # GKE's daemon.json is not the one provisioning started from: left alone, and the script says so.
+    changed_config = '{\n    "log-level": "debug"\n}\n'
+    reboot(changed_config)
+    proc = subprocess.run(["sh", str(script)], env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 1
+    assert ("Docker's daemon.json differs from the one provisioning started from: run the provisioning playbook "
+            "again") in proc.stderr
+    assert config.read_text() == changed_config and not journal.exists()
+    assert calls.read_text() == "docker\n"
 
 
 def test_cloud_init_snippet_and_unit(cos_site):

@@ -8,11 +8,15 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import docker_config as dc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal as ej
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import persistence as ps
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import containerd_toml as ct
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "containerd"
+DOCKER_FIXTURES = FIXTURES.parent / "docker"
+DOCKER_CONFIG = "/etc/docker/daemon.json"
+DOCKER_JOURNAL = "/etc/docker/.daemon.json.gpu_node.container_toolkit.json"
 
 
 def provisioned(text):
@@ -22,6 +26,16 @@ def provisioned(text):
         "config_version": "auto", "drop_in": None, "path": "/etc/containerd/config.toml",
     }
     return ct.edit(text, params)["text"]
+
+
+def docker_provisioned(original):
+    """``(daemon.json, journal)`` as docker_runtime writes them over ``original`` (None: no file)."""
+    params = {"state": "present", "runtimes": dc.normalize_runtimes(None, "/home/kubernetes/bin/nvidia/toolkit"),
+              "set_as_default": False, "enable_cdi": True, "created_dirs": ["/etc/docker"] if original is None else [],
+              "path": DOCKER_CONFIG}
+    plan = dc.plan(original, params, None, name=DOCKER_CONFIG)
+    assert plan["text"] != original and plan["journal_text"]
+    return plan["text"], plan["journal_text"]
 
 
 @pytest.mark.parametrize("host_path, expected", [
@@ -75,6 +89,61 @@ def test_a_damaged_journal_is_an_error_naming_the_config():
     text = "version = 2\n%s\n[plugins]\n" % ej.BEGIN
     with pytest.raises(ej.JournalError, match=r"^/etc/containerd/config.toml, line 2: .*no end marker"):
         ps.wanted_files(text, "/etc/containerd/config.toml", {}, {}, [])
+
+
+def test_docker_journal_path_is_the_one_docker_runtime_uses():
+    assert dc.journal_path(DOCKER_CONFIG) == DOCKER_JOURNAL
+
+
+@pytest.mark.parametrize("original", [
+    (DOCKER_FIXTURES / "docker-docs-logging.json").read_text(),
+    (DOCKER_FIXTURES / "one-line.json").read_text().replace("\n", "\r\n"),
+    "",  # an empty file: dockerd refuses it, yet it is what the boot writes and what goes back
+], ids=["docs-logging", "crlf", "empty"])
+def test_a_journaled_daemon_json_is_kept_with_its_journal_and_the_original(original):
+    text, journal = docker_provisioned(original)
+    wanted = ps.wanted_files(None, "", {}, {}, [], text.encode("utf-8"), journal, DOCKER_JOURNAL)
+    assert wanted == {
+        ps.DOCKER_PROVISIONED: (text.encode("utf-8"), ps.FILE_MODE),
+        ps.DOCKER_JOURNAL: (journal.encode("utf-8"), 0o600),
+        ps.DOCKER_BASE: (original.encode("utf-8"), ps.FILE_MODE),
+    }
+
+
+def test_a_daemon_json_the_module_created_is_kept_with_the_marker_that_there_was_none():
+    text, journal = docker_provisioned(None)
+    wanted = ps.wanted_files(None, "", {}, {}, [], text.encode("utf-8"), journal, DOCKER_JOURNAL)
+    assert wanted == {
+        ps.DOCKER_PROVISIONED: (text.encode("utf-8"), ps.FILE_MODE),
+        ps.DOCKER_JOURNAL: (journal.encode("utf-8"), 0o600),
+        ps.DOCKER_BASE_MISSING: (ps.DOCKER_BASE_MISSING_TEXT.encode("utf-8"), ps.FILE_MODE),
+    }
+
+
+@pytest.mark.parametrize("journal", [None, "", " \n"], ids=["missing", "empty", "blank"])
+def test_a_daemon_json_without_journal_is_kept_without_a_base(journal):
+    data = b'{\n  "log-level": "warn"\n}\n'
+    assert ps.wanted_files(None, "", {}, {}, [], data, journal, DOCKER_JOURNAL) == {
+        ps.DOCKER_PROVISIONED: (data, ps.FILE_MODE)}
+
+
+def test_no_daemon_json_keeps_nothing_of_docker_even_with_a_journal():
+    _text, journal = docker_provisioned("{}\n")
+    assert ps.wanted_files(None, "", {}, {}, [], None, journal, DOCKER_JOURNAL) == {}
+
+
+def test_both_engines_are_kept_side_by_side():
+    containerd = provisioned((FIXTURES / "gke-cos.toml").read_text())
+    docker, journal = docker_provisioned("{}\n")
+    wanted = ps.wanted_files(containerd, "/etc/containerd/config.toml", {}, {}, [], docker.encode(), journal, DOCKER_JOURNAL)
+    assert sorted(wanted) == sorted([ps.PROVISIONED_CONFIG, ps.BASE_CONFIG, ps.DOCKER_PROVISIONED, ps.DOCKER_JOURNAL,
+                                     ps.DOCKER_BASE])
+
+
+@pytest.mark.parametrize("journal", ["{not json", '{"format": 1}', '{"format": 1, "edits": [], "original": 3}', "[]"])
+def test_a_damaged_docker_journal_is_an_error_naming_it(journal):
+    with pytest.raises(dc.ConfigError, match=r"^%s is not a journal this module wrote" % DOCKER_JOURNAL):
+        ps.wanted_files(None, "", {}, {}, [], b"{}\n", journal, DOCKER_JOURNAL)
 
 
 def test_plan_every_action_sorted_by_name():

@@ -14,6 +14,7 @@ from confined import free, full_disk, needs_unshare, node_lock_held, read_only, 
 from module_runner import run_module
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import docker_config as dc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal as ej
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_fs, persistence
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import persist_files
@@ -28,6 +29,9 @@ SPEC_COPY = "cdi/var/run/cdi/management.nvidia.com-gpu.yaml"
 SPEC2_COPY = "cdi/etc/cdi/nvidia.yaml"
 SPEC_TEXT = b"cdiVersion: 0.5.0\nkind: management.nvidia.com/gpu\ndevices: []\n"
 REAPPLY = "#!/bin/sh\necho reapplied\n"
+DOCKER_CONFIG = "/etc/docker/daemon.json"
+DOCKER_JOURNAL = dc.journal_path(DOCKER_CONFIG)
+DOCKER_FIXTURES = FIXTURES.parent / "docker"
 
 
 def provision(text):
@@ -40,6 +44,18 @@ def provision(text):
     result = ct.edit(text, params)["text"]
     assert result != text and ej.has_journal(result)
     return result
+
+
+def docker_provision(node, original):
+    """What docker_runtime leaves on the node over ``original`` (None: no daemon.json): the real
+    planner's daemon.json and journal (mode 0600, as the action plugin writes it)."""
+    params = {"state": "present", "runtimes": dc.normalize_runtimes(None, "/home/kubernetes/bin/nvidia/toolkit"),
+              "set_as_default": False, "enable_cdi": None, "created_dirs": ["/etc/docker"] if original is None else [],
+              "path": DOCKER_CONFIG}
+    plan = dc.plan(original, params, None, name=DOCKER_CONFIG)
+    node.write(DOCKER_CONFIG, plan["text"])
+    node.write(DOCKER_JOURNAL, plan["journal_text"], mode=0o600)
+    return plan["text"].encode("utf-8"), plan["journal_text"].encode("utf-8")
 
 
 class Node:
@@ -450,3 +466,98 @@ def test_waits_for_another_run_holding_the_nodes_lock(node, monkeypatch):
         result, failed = run(args_for(node, containerd_config=None, cdi_specs=[]), monkeypatch)
         waited = time.monotonic() - started
     assert not failed and result["changed"] and waited >= 1.0
+
+
+# --- Docker's daemon.json (COS images that run Docker) -----------------------------------------
+
+def docker_args(node, **overrides):
+    return args_for(node, **dict({"containerd_config": None, "docker_config": DOCKER_CONFIG, "cdi_specs": [], "files": {}},
+                                 **overrides))
+
+
+@pytest.mark.parametrize("original", [(DOCKER_FIXTURES / "docker-docs-logging.json").read_text(), None],
+                         ids=["edited", "created"])
+def test_docker_config_is_kept_with_its_journal_and_what_it_started_from(node, monkeypatch, original):
+    provisioned, journal = docker_provision(node, original)
+    base = ("docker-base.missing", persistence.DOCKER_BASE_MISSING_TEXT.encode()) if original is None else (
+        "docker-base.json", original.encode())
+    args = docker_args(node)
+
+    result, failed = run(args, monkeypatch, check_mode=True, diff=True)
+    assert not failed and result["changed"]
+    assert steps(result) == ["create " + n for n in sorted([base[0], "docker-journal.json", "docker-provisioned.json"])]
+    assert {d["after_header"]: d["after"] for d in result["diff"]}[KEPT + "/docker-provisioned.json"] == provisioned.decode()
+    assert not node.kept().exists()  # check mode writes nothing
+
+    result, failed = run(args, monkeypatch, diff=True)
+    assert not failed and result["changed"]
+    assert node.kept_files() == {
+        "docker-provisioned.json": (provisioned, 0o644),
+        "docker-journal.json": (journal, 0o600),  # a copy of daemon.json: root only, as docker_runtime keeps it
+        base[0]: (base[1], 0o644),
+    }
+    # The sources are left as they were.
+    assert node.at(DOCKER_CONFIG).read_bytes() == provisioned and node.at(DOCKER_JOURNAL).read_bytes() == journal
+
+    for check in (True, False):
+        result, failed = run(args, monkeypatch, check_mode=check, diff=True)
+        assert not failed and not result["changed"] and steps(result) == [] and result["diff"] == []
+
+
+def test_docker_base_follows_the_journal_when_the_file_is_provisioned_again(node, monkeypatch):
+    """docker_runtime set the runtimes again over a file it had created: the marker goes, the base comes."""
+    docker_provision(node, None)
+    run(docker_args(node), monkeypatch)
+    os.unlink(node.at(DOCKER_JOURNAL))
+    original = '{\n  "log-level": "warn"\n}\n'
+    provisioned, journal = docker_provision(node, original)
+    result, failed = run(docker_args(node), monkeypatch)
+    assert not failed and steps(result) == ["create docker-base.json", "remove docker-base.missing",
+                                            "update docker-journal.json", "update docker-provisioned.json"]
+    assert node.kept("docker-base.json").read_text() == original
+    assert node.kept("docker-journal.json").read_bytes() == journal
+    assert node.kept("docker-provisioned.json").read_bytes() == provisioned
+
+
+def test_docker_config_without_journal_keeps_no_base_and_stale_copies_go(node, monkeypatch):
+    docker_provision(node, "{}\n")
+    run(docker_args(node), monkeypatch)
+    os.unlink(node.at(DOCKER_JOURNAL))
+    result, failed = run(docker_args(node), monkeypatch)
+    assert not failed and steps(result) == ["remove docker-base.json", "remove docker-journal.json"]
+    assert sorted(node.kept_files()) == ["docker-provisioned.json"]
+
+
+@pytest.mark.parametrize("docker_config", [None, "/etc/docker/missing.json"])
+def test_no_docker_config_or_a_missing_one_is_not_kept(node, monkeypatch, docker_config):
+    docker_provision(node, "{}\n")
+    run(docker_args(node), monkeypatch)
+    result, failed = run(docker_args(node, docker_config=docker_config), monkeypatch)
+    assert not failed and steps(result) == ["remove docker-base.json", "remove docker-journal.json",
+                                            "remove docker-provisioned.json"]
+    assert node.kept_files() == {}
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_a_damaged_docker_journal_fails_and_keeps_nothing(node, monkeypatch, check_mode):
+    docker_provision(node, "{}\n")
+    node.write(DOCKER_JOURNAL, '{"format": 1, "edits": "damaged"}\n', mode=0o600)
+    node.write(SPEC, SPEC_TEXT)
+    result, failed = run(docker_args(node, cdi_specs=[SPEC]), monkeypatch, check_mode=check_mode)
+    assert failed and result["changed"] is False and result["changes"] == []
+    assert result["msg"].startswith("%s is not a journal this module wrote (format 1), or it is damaged" % DOCKER_JOURNAL)
+    assert result["msg"].endswith("; nothing was kept")
+    assert not node.kept().exists()
+
+
+def test_docker_config_and_its_journal_behind_a_link_are_read_inside_host_root(node, monkeypatch):
+    provisioned, journal = docker_provision(node, "{}\n")
+    node.at("/var/lib").mkdir(parents=True)
+    node.at("/etc/docker").rename(node.at("/var/lib/etc-docker"))
+    node.at("/etc/docker").symlink_to("/var/lib/etc-docker")  # the node's, not this machine's
+    result, failed = run(docker_args(node), monkeypatch)
+    assert not failed and steps(result) == ["create docker-base.json", "create docker-journal.json",
+                                            "create docker-provisioned.json"]
+    assert node.kept("docker-provisioned.json").read_bytes() == provisioned
+    assert node.kept("docker-journal.json").read_bytes() == journal
+    assert node.kept("docker-base.json").read_bytes() == b"{}\n"
