@@ -4,7 +4,7 @@
 #   - the containers.podman collection (the podman driver's modules and connection), taken from the
 #     PyPI package `ansible`, because Galaxy cannot be reached;
 #   - the node image: a `debootstrap --variant=minbase` Debian 12 tree with systemd, python3 and
-#     Debian's containerd and runc, imported into this scenario's podman storage (see podman.sh)
+#     Debian's containerd, runc and docker.io (dockerd 20.10), imported into this scenario's podman storage (see podman.sh)
 #     and never pulled from a registry. Its tag is a hash of the recipe below; changing the recipe
 #     builds a new image, and older images and trees are removed. molecule.yml names the image by
 #     its second tag, `current`. debootstrap's progress (some 600 `I:` lines) goes to
@@ -64,7 +64,7 @@ fi
 # --- the node image ----------------------------------------------------------------------------
 suite=bookworm
 mirror=http://deb.debian.org/debian
-packages=systemd,python3,containerd,runc
+packages=systemd,python3,containerd,runc,docker.io
 
 # Everything that decides the image's content; its hash is the image's tag.
 build_tree() {
@@ -78,7 +78,12 @@ build_tree() {
     systemd-networkd-wait-online.service apt-daily.timer apt-daily-upgrade.timer; do
     ln -sf /dev/null "$tree/etc/systemd/system/$unit"
   done
+  # dockerd in a container with no network and no overlay mounts: the node's own daemon.json
+  # (indented with four spaces), which uninstall must give back byte for byte.
+  printf '{\n    "bridge": "none",\n    "iptables": false,\n    "storage-driver": "vfs"\n}\n' \
+    >"$tree/etc/docker/daemon.json"
   [ -e "$tree/etc/systemd/system/multi-user.target.wants/containerd.service" ]
+  [ -e "$tree/etc/systemd/system/multi-user.target.wants/docker.service" ]
   [ -f "$tree/etc/containerd/config.toml" ]
   rm -rf "$tree"/var/cache/apt/archives/*.deb "$tree"/var/lib/apt/lists/*
   printf '' >"$tree/etc/machine-id"
