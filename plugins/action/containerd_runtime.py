@@ -75,7 +75,7 @@ class ActionModule(NodeActionBase):
     def converge(self, args, task_vars):
         host_root = args["host_root"] or "/"
         check_mode = self.check_mode
-        files = NodeFiles(self, task_vars)
+        files = NodeFiles(self, task_vars, args["read_ahead"])
         path = normalize_host_path(args["path"])
         drop_in = normalize_host_path(args["drop_in"]) if args["drop_in"] else None
         validate = args["validate"]

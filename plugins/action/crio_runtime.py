@@ -34,7 +34,7 @@ class ActionModule(NodeActionBase):
     def converge(self, args, task_vars):
         host_root = args["host_root"] or "/"
         check_mode = self.check_mode
-        files = NodeFiles(self, task_vars)
+        files = NodeFiles(self, task_vars, args["read_ahead"])
         path = normalize_host_path(args["path"])
         config_path = normalize_host_path(args["config_path"])
         present = args["state"] == "present"

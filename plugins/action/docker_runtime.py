@@ -39,7 +39,7 @@ class ActionModule(NodeActionBase):
     def converge(self, args, task_vars):
         host_root = args["host_root"] or "/"
         check_mode = self.check_mode
-        files = NodeFiles(self, task_vars)
+        files = NodeFiles(self, task_vars, args["read_ahead"])
         path = normalize_host_path(args["path"])
         journal_path = dc.journal_path(path)
         present = args["state"] == "present"

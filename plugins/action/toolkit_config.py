@@ -26,7 +26,7 @@ class ActionModule(NodeActionBase):
     def converge(self, args, task_vars):
         host_root = args["host_root"] or "/"
         check_mode = self.check_mode
-        files = NodeFiles(self, task_vars)
+        files = NodeFiles(self, task_vars, args["read_ahead"])
         path = normalize_host_path(args["path"] or tc.default_path(args["install_dir"]))
         # Everything this task reads, in one round trip: the file, containerd's config, ldconfig's candidates.
         present = args["state"] == "present"

@@ -58,3 +58,19 @@ options:
       - usr/lib
       - lib
 """
+
+    # For the modules whose action plugin reads node files: what the look at the node already read.
+    READ_AHEAD = r"""
+options:
+  read_ahead:
+    description:
+      - The RV(gpu_node.container_toolkit.nvidia_driver_info#module:read_ahead) result of a
+        M(gpu_node.container_toolkit.nvidia_driver_info) call earlier in the same run, with the same
+        O(host_root), passed on unchanged.
+      - Files and existence checks it holds are taken from it instead of being read again, so a task
+        that changes nothing makes no round trip to the node. Anything it does not hold is read from
+        the node as without it; a write still checks that the file is what was read, and fails
+        rather than overwrite a change made since.
+      - Pass it only for files no task has written since that call; the gpu_node role does so.
+    type: dict
+"""

@@ -20,7 +20,7 @@ DEFAULT_INSTALL_DIR = "/usr/local/nvidia/toolkit"
 
 def containerd_runtime():
     return dict(
-        node_argument_spec(),
+        node_argument_spec(read_ahead=True),
         path={"type": "str", "default": cc.DEFAULT_PATH},
         install_dir={"type": "path", "default": cc.DEFAULT_INSTALL_DIR},
         runtimes={
@@ -45,7 +45,7 @@ def containerd_runtime():
 
 def toolkit_config():
     return dict(
-        node_argument_spec(),
+        node_argument_spec(read_ahead=True),
         path={"type": "str"},
         install_dir={"type": "path", "default": tc.DEFAULT_INSTALL_DIR},
         driver_root={"type": "str", "default": "auto"},
@@ -74,4 +74,17 @@ def toolkit_install():
         low_level_runtime={"type": "str", "default": "runc"},
         config_path={"type": "path"},
         exec_mount={"type": "bool", "default": False},
+    )
+
+
+def persist_files():
+    return dict(
+        node_argument_spec(read_ahead=True),
+        dir={"type": "str", "required": True},
+        containerd_config={"type": "str"},
+        docker_config={"type": "str"},
+        cdi_specs={"type": "list", "elements": "str"},
+        files={"type": "dict", "default": {}},
+        executables={"type": "list", "elements": "str", "default": []},
+        state={"type": "str", "default": "present", "choices": ["present", "absent"]},
     )

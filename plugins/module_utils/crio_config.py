@@ -66,7 +66,7 @@ class ConfigError(ValueError):
 def argument_spec():
     """The ``crio_runtime`` options, used by the action plugin and by the module's ``main()``."""
     return dict(
-        node_argument_spec(),
+        node_argument_spec(read_ahead=True),
         path={"type": "str", "default": DEFAULT_PATH},
         config_path={"type": "str", "default": DEFAULT_CONFIG},
         install_dir={"type": "path", "default": cc.DEFAULT_INSTALL_DIR},

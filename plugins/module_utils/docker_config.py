@@ -65,7 +65,7 @@ class ConfigError(ValueError):
 def argument_spec():
     """The ``docker_runtime`` options, used by the action plugin and by the module's ``main()``."""
     return dict(
-        node_argument_spec(),
+        node_argument_spec(read_ahead=True),
         path={"type": "str", "default": DEFAULT_PATH},
         install_dir={"type": "path", "default": DEFAULT_INSTALL_DIR},
         runtimes={

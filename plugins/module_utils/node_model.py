@@ -174,9 +174,12 @@ def version_mismatch_message(kernel_version, library_versions, driver_root):
     )
 
 
-def node_argument_spec(driver=False):
-    """Argument spec for the node model options, as documented in the ``node`` doc fragment."""
+def node_argument_spec(driver=False, read_ahead=False):
+    """Argument spec for the node model options, as documented in the ``node`` doc fragment
+    (``read_ahead``: its ``READ_AHEAD`` part, for the modules whose action plugin reads node files)."""
     spec = {"host_root": {"type": "path", "default": "/"}}
+    if read_ahead:
+        spec["read_ahead"] = {"type": "dict"}
     if driver:
         spec.update(
             driver_root={"type": "str", "default": "auto"},

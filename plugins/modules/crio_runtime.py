@@ -39,6 +39,7 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gpu_node.container_toolkit.attributes
   - gpu_node.container_toolkit.node
+  - gpu_node.container_toolkit.node.READ_AHEAD
   - gpu_node.container_toolkit.attributes.NODE_GROUP
 attributes:
   check_mode:

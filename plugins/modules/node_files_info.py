@@ -94,47 +94,9 @@ existing:
   elements: str
 """
 
-import base64
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_fs, node_model
-
-
-def read_one(node, host_path, max_size):
-    entry = {"path": host_path, "resolved": host_path, "exists": False, "isdir": False}
-    try:
-        resolved = node.resolve(host_path)
-    except node_fs.NodeFsError as exc:  # a link loop: something is there
-        entry.update(exists=True, error=str(exc))
-        return entry
-    entry["resolved"] = resolved
-    found = node.observe(resolved)
-    if found is None:
-        return entry
-    entry.update(exists=True, isdir=found["type"] == "directory")
-    if entry["isdir"]:
-        return entry
-    if found["size"] > max_size:
-        entry["error"] = "larger than %d bytes" % max_size
-        return entry
-    try:
-        data = node.read_bytes(resolved, max_size=max_size)
-    except node_fs.NodeFsError as exc:
-        entry["error"] = str(exc)
-        return entry
-    if data is None:  # gone since it was looked at
-        entry["exists"] = False
-    else:
-        entry["content"] = base64.b64encode(data).decode("ascii")
-    return entry
-
-
-def exists_in_root(node, host_path):
-    try:
-        return node.exists(node.resolve(host_path))
-    except node_fs.NodeFsError:
-        return True  # a link loop: something is there
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_fs, node_model, node_reads
 
 
 def main():
@@ -143,14 +105,15 @@ def main():
             node_model.node_argument_spec(),
             paths={"type": "list", "elements": "str", "default": []},
             exist={"type": "list", "elements": "str", "default": []},
-            max_size={"type": "int", "default": 16 * 1024 * 1024},
+            max_size={"type": "int", "default": node_reads.MAX_SIZE},
         ),
         supports_check_mode=True,
     )
     params = module.params
     node = node_fs.NodeRoot(params["host_root"])
-    files = [read_one(node, node_model.normalize_host_path(path), params["max_size"]) for path in params["paths"]]
-    existing = [path for path in params["exist"] if exists_in_root(node, path)]
+    files = [node_reads.read_file(node, node_model.normalize_host_path(path), params["max_size"])
+             for path in params["paths"]]
+    existing = [path for path in params["exist"] if node_reads.exists(node, path)]
     module.exit_json(changed=False, files=files, existing=existing)
 
 

@@ -45,6 +45,34 @@ attributes:
     support: full
   platform:
     platforms: posix
+options:
+  read_ahead:
+    description:
+      - Files the tasks after this one will read, taken in the same call, so that they need no
+        round trip to the node of their own when they change nothing. The result is RV(read_ahead);
+        the collection's action plugins take it as their O(gpu_node.container_toolkit.toolkit_config#module:read_ahead)
+        option.
+      - Only what is named here is read; with the driver found, the C(ldconfig) candidates
+        M(gpu_node.container_toolkit.toolkit_config) chooses from for RV(driver_root), and the
+        C(containerd) binaries M(gpu_node.container_toolkit.containerd_runtime) asks for its version,
+        are checked for existence too.
+    type: dict
+    suboptions:
+      files:
+        description: Host paths of files to read; the directories above each are checked for existence.
+        type: list
+        elements: str
+        default: []
+      trees:
+        description: Host paths of directories whose regular files are all read (links not followed).
+        type: list
+        elements: str
+        default: []
+      exist:
+        description: Host paths checked for existence only.
+        type: list
+        elements: str
+        default: []
 notes:
   - A library that is not a readable ELF file, a damaged C(ld.so.cache) or a garbled GPU
     C(information) file is skipped with a warning.
@@ -274,6 +302,56 @@ container_engines:
   returned: always
   type: dict
   sample: {containerd: [/usr/bin/containerd, /etc/containerd/config.toml], docker: [/usr/bin/dockerd]}
+device_node_changes:
+  description:
+    - What M(gpu_node.container_toolkit.device_nodes) with O(gpu_node.container_toolkit.device_nodes#module:nodes=control)
+      would change on the node as it is now, without writing anything. The gpu_node role skips that
+      task when both lists are empty.
+    - V(null) when it cannot be told (no C(/proc/devices), the kernel module not loaded, no RV(dev_root)).
+  returned: success
+  type: dict
+  sample: {nodes: [/dev/nvidia-uvm, /dev/nvidia-uvm-tools], char_links: [/dev/char/195:255]}
+  contains:
+    nodes:
+      description: Host paths of the control device nodes that are missing or not as they must be.
+      type: list
+      elements: str
+    char_links:
+      description:
+        - Host paths of the C(/dev/char) links it would create or replace with
+          O(gpu_node.container_toolkit.device_nodes#module:char_links=true).
+      type: list
+      elements: str
+read_ahead:
+  description:
+    - What O(read_ahead) asked for, read in this call. Pass it on unchanged to the action plugins'
+      O(gpu_node.container_toolkit.toolkit_config#module:read_ahead) option, and only for files no
+      task has written since.
+  returned: when O(read_ahead) is set
+  type: dict
+  contains:
+    files:
+      description:
+        - One entry per O(read_ahead.files), as M(gpu_node.container_toolkit.node_files_info) returns
+          RV(gpu_node.container_toolkit.node_files_info#module:files).
+      type: list
+      elements: dict
+    trees:
+      description:
+        - Per O(read_ahead.trees) host path, C(resolved), C(exists) and C(files), each file's relative
+          name to its base64 C(content) and C(mode).
+      type: dict
+    host_root:
+      description: The O(host_root) the paths are under.
+      type: str
+    checked:
+      description: Every host path whose existence was checked.
+      type: list
+      elements: str
+    existing:
+      description: Those of RV(read_ahead.checked) that exist.
+      type: list
+      elements: str
 kernel_module_loaded:
   description:
     - Whether the C(nvidia) kernel module is loaded (C(/proc/driver/nvidia) exists, or
@@ -284,14 +362,35 @@ kernel_module_loaded:
 """
 
 import os
+import posixpath
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import discovery, node_fs, node_model
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import (
+    dev_char,
+    device_nodes,
+    discovery,
+    node_fs,
+    node_model,
+    node_reads,
+    procfs,
+)
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_config as tc
 
 
 def main():
-    module = AnsibleModule(argument_spec=node_model.node_argument_spec(driver=True), supports_check_mode=True)
+    module = AnsibleModule(
+        argument_spec=dict(
+            node_model.node_argument_spec(driver=True),
+            read_ahead={"type": "dict", "options": {
+                "files": {"type": "list", "elements": "str", "default": []},
+                "trees": {"type": "list", "elements": "str", "default": []},
+                "exist": {"type": "list", "elements": "str", "default": []},
+            }},
+        ),
+        supports_check_mode=True,
+    )
     params = module.params
     root = node_fs.NodeRoot(params["host_root"])
     node = {"os_release_id": read_os_release_id(root),
@@ -306,7 +405,33 @@ def main():
         module.fail_json(msg=str(exc), **dict(node, **exc.details))
     for warning in facts.pop("warnings"):
         module.warn(warning)
+    facts["device_node_changes"] = device_node_changes(root, facts["dev_root"])
+    wanted = params["read_ahead"]
+    if wanted is not None:
+        # What the action plugins check on their own: toolkit_config, to choose nvidia-container-cli.ldconfig
+        # for this driver root; containerd_runtime, to ask containerd its version for an empty config.
+        exist = wanted["exist"] + tc.ldconfig_candidates(facts["driver_root"]) + list(cc.CONTAINERD_BINARIES)
+        facts["read_ahead"] = dict(node_reads.read_ahead(root, wanted["files"], wanted["trees"], exist),
+                                   host_root=params["host_root"])
     module.exit_json(changed=False, **dict(node, **facts))
+
+
+def device_node_changes(node, dev_root):
+    """What device_nodes (nodes=control) would change, or None when that cannot be told here."""
+    try:
+        devices = procfs.parse_devices(node.read_text(node.resolve("/proc/devices")) or "")
+        wanted, _skipped = device_nodes.wanted_nodes(devices)
+        dev_dir = node_model.join_host(dev_root, "dev")
+        real_dir = node.resolve(dev_dir)
+        if not node.is_dir(real_dir):
+            return None
+        found = {n["name"]: node.observe(posixpath.join(real_dir, n["name"])) for n in wanted}
+        nodes = [node_model.join_host(dev_dir, step["name"]) for step in device_nodes.plan(wanted, found)
+                 if step["action"] != "ok"]
+        links = dev_char.converge(node, dev_dir, real_dir, wanted, check_mode=True)
+    except (node_fs.NodeFsError, procfs.ProcFormatError, device_nodes.KernelModuleNotLoaded):
+        return None
+    return {"nodes": nodes, "char_links": [step["path"] for step in links["steps"] if step["action"] != "ok"]}
 
 
 def exists(node, host_path):

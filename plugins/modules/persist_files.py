@@ -33,6 +33,7 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gpu_node.container_toolkit.attributes
   - gpu_node.container_toolkit.node
+  - gpu_node.container_toolkit.node.READ_AHEAD
 attributes:
   check_mode:
     support: full
@@ -159,52 +160,16 @@ import posixpath
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import (
+    argument_specs,
     docker_config,
     edit_journal,
     node_fs,
     node_model,
+    node_reads,
     persistence,
 )
 
 PENDING_TEXT = "(written by this run)\n"
-
-
-def argument_spec():
-    return dict(
-        node_model.node_argument_spec(),
-        dir={"type": "str", "required": True},
-        containerd_config={"type": "str"},
-        docker_config={"type": "str"},
-        cdi_specs={"type": "list", "elements": "str"},
-        files={"type": "dict", "default": {}},
-        executables={"type": "list", "elements": "str", "default": []},
-        state={"type": "str", "default": "present", "choices": ["present", "absent"]},
-    )
-
-
-def current_files(node, real_dir):
-    """``({relative name: (bytes, mode)}, [host paths of the subdirectories])`` of the kept dir:
-    regular files only (links are not followed), temporary files of killed runs left out."""
-    found = {}
-    subdirs = []
-
-    def walk(relative):
-        here = posixpath.join(real_dir, relative) if relative else real_dir
-        for name in node.list_dir(here):
-            if node_fs.TEMP_NAME.match(name):
-                continue
-            rel = posixpath.join(relative, name) if relative else name
-            info = node.observe(posixpath.join(real_dir, rel))
-            if info is None:
-                continue
-            if info["type"] == "directory":
-                subdirs.append(posixpath.join(real_dir, rel))
-                walk(rel)
-            elif info["type"] == "file":
-                found[rel] = (node.read_bytes(posixpath.join(real_dir, rel)), info["mode"])
-
-    walk("")
-    return found, subdirs
 
 
 def text_of(data):
@@ -220,7 +185,7 @@ def remove_all(module, node, kept, real_dir, result):
     """state=absent: the kept directory and everything in it."""
     if not node.is_dir(real_dir):
         return
-    current, _subdirs = current_files(node, real_dir)
+    current, _subdirs = node_reads.tree_files(node, real_dir)
     names = sorted(current)
     if not module.check_mode:
         node.remove_tree(real_dir)
@@ -285,7 +250,7 @@ def keep(module, node, kept, real_dir, result):
         """A host path under the kept dir as it really is, re-expressed under the dir as named."""
         return kept + real[len(real_dir):] if real == real_dir or real.startswith(real_dir + "/") else real
 
-    current, subdirs = current_files(node, real_dir) if node.is_dir(real_dir) else ({}, [])
+    current, subdirs = node_reads.tree_files(node, real_dir) if node.is_dir(real_dir) else ({}, [])
     wanted, pending = wanted_files(module, node, kept, current)
     steps = persistence.plan(wanted, current)
     steps += [(name, "update") for name in pending if name in current]
@@ -326,7 +291,7 @@ def keep(module, node, kept, real_dir, result):
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=argument_specs.persist_files(), supports_check_mode=True)
     params = module.params
     kept = node_model.normalize_host_path(params["dir"])
     node = node_fs.NodeRoot(params["host_root"])

@@ -6,7 +6,8 @@
 The one place where the collection's action plugins touch node files:
 
 - ``read``/``read_many``/``existing``: one ``node_files_info`` run for every file a task needs
-  (symlinks resolved inside ``host_root``), so a task that changes nothing costs one round trip.
+  (symlinks resolved inside ``host_root``), so a task that changes nothing costs one round trip;
+  none when ``read_ahead`` (``nvidia_driver_info``'s result of that name) holds all of it.
 - ``write``: only when the bytes differ; one ``node_file_write`` run, which writes a temporary
   file in the target's directory and renames it over the target, keeps the existing file's mode
   and owner, makes a timestamped backup with ``backup`` and runs ``validate`` (``%s`` is the new
@@ -85,17 +86,66 @@ def missing_dirs(host_path, existing):
     return list(reversed(missing))
 
 
-class NodeFiles:
-    """Node file I/O on behalf of ``action`` (a ``NodeActionBase``) for one task run."""
+def _root(host_root):
+    return posixpath.normpath(host_root) if host_root else None
 
-    def __init__(self, action, task_vars):
+
+class ReadAhead:
+    """What ``nvidia_driver_info`` read for the tasks after it (its ``read_ahead`` result)."""
+
+    def __init__(self, found):
+        found = found or {}
+        self.host_root = _root(found.get("host_root"))
+        self.files = {entry["path"]: entry for entry in found.get("files") or () if "path" in entry}
+        self.trees = found.get("trees") or {}
+        self.checked = set(found.get("checked") or ())
+        self.existing = set(found.get("existing") or ())
+
+    def answer(self, host_root, paths, exist):
+        """``node_files_info``'s result for ``paths`` and ``exist``, or None unless all of it is here."""
+        if _root(host_root) != self.host_root:
+            return None
+        if any(p not in self.files for p in paths) or any(p not in self.checked for p in exist):
+            return None
+        return {"files": [self.files[p] for p in paths], "existing": [p for p in exist if p in self.existing]}
+
+    def data(self, host_root, host_path):
+        """``(known, bytes or None)`` for a file read ahead (links resolved; None: it does not exist);
+        known is False when it was not read ahead or could not be read."""
+        found = self.answer(host_root, [host_path], ())
+        entry = found["files"][0] if found else None
+        if entry is None or entry.get("error") or entry.get("isdir"):
+            return False, None
+        if not entry["exists"]:
+            return True, None
+        return True, base64.b64decode(entry["content"])
+
+    def tree(self, host_root, host_dir):
+        """``{relative name: (bytes, mode)}`` of the regular files under a directory read ahead
+        (``{}`` when it is missing), or None when it was not read ahead or is not a directory."""
+        entry = self.trees.get(host_dir) if _root(host_root) == self.host_root else None
+        if entry is None or entry.get("error"):
+            return None
+        return {name: (base64.b64decode(f["content"]), f["mode"]) for name, f in entry["files"].items()}
+
+
+class NodeFiles:
+    """Node file I/O on behalf of ``action`` (a ``NodeActionBase``) for one task run; ``read_ahead``
+    is ``nvidia_driver_info``'s result of that name, or None."""
+
+    def __init__(self, action, task_vars, read_ahead=None):
         self._action = action
         self._task_vars = task_vars
+        self.ahead = ReadAhead(read_ahead) if read_ahead else None
 
     def _module(self, name, args):
         return self._action.run_module(name, args, self._task_vars)
 
     def _info(self, host_root, paths, exist=()):
+        if self.ahead is not None:
+            known = self.ahead.answer(host_root, list(paths), list(exist))
+            if known is not None:
+                return known
         result = self._module(INFO_MODULE, {"host_root": host_root, "paths": list(paths), "exist": list(exist)})
         if result.get("failed"):
             wanted = ", ".join(list(paths) + list(exist))

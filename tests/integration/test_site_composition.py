@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import toolkit_artifacts
 from ansible_runner import REPO, recap, run_playbook
 
@@ -77,3 +79,54 @@ def test_platform_comes_from_the_discovery_result(fake_node_factory, tmp_path):
     proc = _site(node, artifacts, gpu_node_platform="ubuntu")
     assert proc.returncode == 0, proc.stdout[-5000:]
     assert recap(proc.stdout)["localhost"]["changed"] > 0
+
+
+def _modules_run(node, artifacts, tmp_path, label):
+    """site.yml once, with the benchmark's counter: (recap, [(task name, module)] run on the node)."""
+    counts = tmp_path / ("counts-%s.json" % label)
+    proc = run_playbook(PLAYBOOKS / "site.yml", extra_vars={
+        "gpu_node_hosts": "localhost", "gpu_node_host_root": str(node.root), "gpu_node_toolkit_src": str(artifacts),
+        "gpu_node_containerd_restart_mode": "none"}, env={
+        "ANSIBLE_CALLBACK_PLUGINS": str(REPO / "benchmarks" / "callback_plugins"),
+        "ANSIBLE_CALLBACKS_ENABLED": "fleet_counter", "GPU_NODE_FLEET_COUNTS": str(counts)})
+    assert proc.returncode == 0, proc.stdout[-5000:]
+    runs = [json.loads(line) for line in (tmp_path / ("counts-%s.json.modules" % label)).read_text().splitlines()]
+    return recap(proc.stdout)["localhost"], [(r["name"].split(" : ")[-1], r["module"].split(".")[-1]) for r in runs]
+
+
+def test_a_run_that_changes_nothing_reads_the_node_once(fake_node_factory, tmp_path):
+    """The look reads ahead what toolkit_config, containerd_runtime and persist_files read; with
+    nothing to change they make no round trip. Left: the toolkit's install (its files' checksums)
+    and the CDI spec (made from the driver on the node)."""
+    node = fake_node_factory("cos")
+    artifacts = toolkit_artifacts.build_tree(tmp_path / "artifacts")
+    first, _runs = _modules_run(node, artifacts, tmp_path, "converge")
+    assert first["changed"] > 0
+    totals, runs = _modules_run(node, artifacts, tmp_path, "no-op")
+    assert totals["changed"] == 0
+    assert sorted(module for _task, module in runs) == ["cdi_spec", "nvidia_driver_info", "toolkit_install"], runs
+
+
+def test_drift_after_the_look_is_still_repaired(fake_node_factory, tmp_path):
+    """Reading ahead is not skipping: an edited kept copy, a removed toolkit config and containerd's
+    config given back as GKE wrote it are each seen in the look's reads and put right."""
+    node = fake_node_factory("cos")
+    artifacts = toolkit_artifacts.build_tree(tmp_path / "artifacts")
+    original = node.node_path("/etc/containerd/config.toml").read_bytes()
+    _modules_run(node, artifacts, tmp_path, "converge")
+    kept = node.node_path("/home/kubernetes/bin/nvidia/toolkit/.gpu-node/containerd-provisioned.toml")
+    toolkit_config = node.node_path("/home/kubernetes/bin/nvidia/toolkit/.config/nvidia-container-runtime/config.toml")
+    containerd = node.node_path("/etc/containerd/config.toml")
+    provisioned, config_bytes = containerd.read_bytes(), toolkit_config.read_bytes()
+    assert kept.read_bytes() == provisioned  # written after containerd's edit, from the node, not the look
+    kept.write_bytes(b"edited by hand\n")
+    toolkit_config.unlink()
+    containerd.write_bytes(original)
+    totals, runs = _modules_run(node, artifacts, tmp_path, "drift")
+    assert totals["changed"] >= 3
+    assert containerd.read_bytes() == provisioned
+    # The same settings; its first line records the directories this write created, none this time.
+    assert toolkit_config.read_text().splitlines()[1:] == config_bytes.decode().splitlines()[1:]
+    assert kept.read_bytes() == provisioned
+    written = {task for task, module in runs if module in ("node_file_write", "persist_files")}
+    assert len(written) == 3, runs

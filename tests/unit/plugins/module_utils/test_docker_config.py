@@ -361,7 +361,7 @@ def test_set_value_refuses_to_descend_into_a_scalar():
 
 def test_argument_spec_matches_the_documented_options():
     spec = dc.argument_spec()
-    assert sorted(spec) == ["backup", "enable_cdi", "host_root", "install_dir", "path", "remove_backups", "runtimes",
+    assert sorted(spec) == ["backup", "enable_cdi", "host_root", "install_dir", "path", "read_ahead", "remove_backups", "runtimes",
                             "set_as_default", "state"]
     assert spec["path"]["default"] == "/etc/docker/daemon.json"
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import base64
 import os
 
 import pytest
@@ -153,3 +154,53 @@ def test_container_engines_found_under_host_root_links_resolved_there(cos_node, 
     cos_node.node_path("/opt/crio/bin/crio").write_bytes(b"\x7fELF")
     result, failed = run_module(nvidia_driver_info.main, {"host_root": str(cos_node.root)}, monkeypatch=monkeypatch)
     assert result["container_engines"]["crio"] == ["/usr/bin/crio"]
+
+
+# --- what the later tasks of a run need, in the same call ---------------------------------------
+
+def test_device_node_changes_names_the_missing_control_nodes(fake_node_factory, monkeypatch):
+    node = fake_node_factory("cos", missing=("nvidiactl",))
+    result, failed = run_module(nvidia_driver_info.main, {"host_root": str(node.root)}, monkeypatch=monkeypatch)
+    assert not failed
+    assert "/dev/nvidiactl" in result["device_node_changes"]["nodes"]
+    assert not node.node_path("/dev/nvidiactl").exists()  # the look only looks
+
+
+def test_device_node_changes_empty_on_a_complete_node_and_null_without_proc_devices(fake_node_factory, monkeypatch):
+    node = fake_node_factory("cos")
+    result, _failed = run_module(nvidia_driver_info.main, {"host_root": str(node.root)}, monkeypatch=monkeypatch)
+    assert result["device_node_changes"]["nodes"] == []
+    # The links runc's systemd driver needs are not there on a fresh fake node: named, not made.
+    assert result["device_node_changes"]["char_links"]
+    assert all(p.startswith("/dev/char/") for p in result["device_node_changes"]["char_links"])
+    assert not node.node_path("/dev/char").exists()
+    node.node_path("/proc/devices").unlink()
+    result, failed = run_module(nvidia_driver_info.main, {"host_root": str(node.root)}, monkeypatch=monkeypatch)
+    assert not failed and result["device_node_changes"] is None
+
+
+def test_read_ahead_reads_what_it_is_asked_and_what_the_actions_probe(cos_node, monkeypatch):
+    config = cos_node.node_path("/etc/containerd/config.toml")
+    args = {"host_root": str(cos_node.root), "read_ahead": {
+        "files": ["/etc/containerd/config.toml", "/home/kubernetes/bin/nvidia/toolkit/config.toml"],
+        "trees": ["/etc/cdi"], "exist": ["/etc/containerd"]}}
+    result, failed = run_module(nvidia_driver_info.main, args, monkeypatch=monkeypatch)
+    assert not failed
+    ahead = result["read_ahead"]
+    assert ahead["host_root"] == str(cos_node.root)
+    first, second = ahead["files"]
+    assert base64.b64decode(first["content"]) == config.read_bytes()
+    assert second["exists"] is False and "content" not in second
+    # The directories above each file: what a write of a missing file would create.
+    assert "/home/kubernetes/bin/nvidia/toolkit" in ahead["checked"]
+    assert "/home/kubernetes/bin/nvidia/toolkit" not in ahead["existing"]
+    assert "/etc/containerd" in ahead["existing"]
+    # toolkit_config's ldconfig candidates for the driver root found, containerd_runtime's binaries.
+    assert "/home/kubernetes/bin/nvidia/etc/ld.so.cache" in ahead["checked"]
+    assert "/usr/bin/containerd" in ahead["checked"]
+    assert ahead["trees"]["/etc/cdi"]["exists"] is False
+
+
+def test_no_read_ahead_without_the_option(cos_node, monkeypatch):
+    result, _failed = run_module(nvidia_driver_info.main, {"host_root": str(cos_node.root)}, monkeypatch=monkeypatch)
+    assert "read_ahead" not in result
