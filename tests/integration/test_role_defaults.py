@@ -295,3 +295,21 @@ def test_a_list_of_nvidia_packages_provisions_the_node(cos, tmp_path):
     for name in ("nvidia-container-runtime", "nvidia-container-runtime.cdi", "nvidia-container-runtime.legacy", "nvidia-cdi-hook"):
         assert os.access(node.node_path(TOOLKIT + "/" + name), os.X_OK), name
     assert Path(node.node_path(SPEC)).exists()
+
+
+def test_the_look_reads_ahead_under_every_platforms_install_dir():
+    # The look runs before the platform is known, so it reads under every platform's install_dir;
+    # a platform added (or moved) in vars/ without the list would lose its read-ahead silently.
+    from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_config as tc
+
+    role_vars = ROLES / "gpu_node" / "vars"
+    main = yaml.safe_load((role_vars / "main.yml").read_text())
+    platforms = {
+        path.stem: yaml.safe_load(path.read_text())
+        for path in role_vars.glob("*.yml") if path.name != "main.yml"
+    }
+    install_dirs = {spec["gpu_node__platform_defaults"]["install_dir"] for spec in platforms.values()}
+    assert len(platforms) >= 5 and set(main["gpu_node__install_dir_candidates"]) == install_dirs
+    assert len(main["gpu_node__install_dir_candidates"]) == len(install_dirs)
+    # The config.toml read ahead is the one toolkit_config writes by default.
+    assert "'/*$', '/%s'" % tc.CONFIG_RELATIVE_PATH in main["gpu_node__read_ahead"]["files"]
