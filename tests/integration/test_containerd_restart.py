@@ -42,9 +42,15 @@ echo $! > "$work/pid"
 """
 REFUSE = """\
 for binary in $(sed -n 's/^ *BinaryName = "\\(.*\\)"/\\1/p' {config}); do
-  [ -x "$binary" ] || {{ echo "refusing: $binary missing" >> "$work/containerd.log"; exit 0; }}
+  [ -x "$binary" ] || {{ echo "refusing: $binary missing" >> "$work/containerd.log"; {exit}; }}
 done
 """
+# What the restart command does on a config containerd refuses: return as if it had restarted (the
+# daemon is simply not there afterwards), or fail the way `systemctl restart` does when a
+# Type=notify unit exits during start-up.
+QUIET = "exit 0"
+LIKE_SYSTEMCTL = ('echo "Job for containerd.service failed because the control process exited with error code." >&2; '
+                  "exit 1")
 
 
 @pytest.fixture
@@ -68,10 +74,10 @@ def node_with_containerd(fake_node_factory):
     shutil.rmtree(work, ignore_errors=True)
 
 
-def _restart_script(work, config, refuse):
+def _restart_script(work, config, refuse, refusal=QUIET):
     script = work / "restart.sh"
     script.write_text(RESTART.format(work=work, config=config,
-                                     refuse=textwrap.dedent(REFUSE.format(config=config)) if refuse else ""))
+                                     refuse=textwrap.dedent(REFUSE.format(config=config, exit=refusal)) if refuse else ""))
     script.chmod(0o755)
     return script
 
@@ -149,16 +155,20 @@ def test_toolkit_upgrade_restarts_once_with_the_config_unchanged(node_with_conta
     assert _restarts(work) == baseline + 1
 
 
-def test_containerd_refusing_the_new_config_is_rolled_back(node_with_containerd):
+@pytest.mark.parametrize("refusal", [QUIET, LIKE_SYSTEMCTL], ids=["no-answer", "restart-fails"])
+def test_containerd_refusing_the_new_config_is_rolled_back(node_with_containerd, refusal):
     node, work, config, socket = node_with_containerd
     original = config.read_bytes()
-    script = _restart_script(work, config, refuse=True)
+    script = _restart_script(work, config, refuse=True, refusal=refusal)
     subprocess.run([str(script)], check=True)
     assert _wait_answering(node, socket)
 
     proc = _converge(node, work, socket, script)
     assert proc.returncode != 0
     assert "containerd did not come back after its configuration changed" in proc.stdout, proc.stdout[-3000:]
+    if refusal == LIKE_SYSTEMCTL:
+        # The error named is the restart's own, not a health check that timed out after it.
+        assert "Job for containerd.service failed" in proc.stdout and "the restart exited with 1" in proc.stdout
     assert "Rolled back to" in proc.stdout
     assert config.read_bytes() == original
     assert _wait_answering(node, socket), "containerd is not answering after the rollback"

@@ -162,7 +162,7 @@ def test_the_table_prints_one_aligned_line_per_node(fleet):
 def test_verify_changes_nothing_and_restarts_nothing(fleet):
     stdout = fleet["runs"]["broken"].stdout
     # The restart handler was notified and ran, in check mode: its command was skipped.
-    assert "RUNNING HANDLER [gpu_node.container_toolkit.containerd : Restart the engine with the configured command]" in stdout
+    assert "RUNNING HANDLER [gpu_node.container_toolkit.containerd : Restart the engine and wait until it answers on its socket]" in stdout
     assert not fleet["marker"].exists()
     for name, before in fleet["trees"].items():
         assert differences(before, fleet["after"][name]) == ([], [], []), name
