@@ -16,7 +16,7 @@ changed=0 and no restart; converge no slower than the 10-ping play; on a no-op r
 module on the node more than once.
 
 Run as root: .venv/bin/python benchmarks/fleet.py [--nodes 10 50] [--forks 25] [--connection local|ssh]
-[--pipelining on|off]
+[--pipelining on|off] [--breakdown N]
 """
 
 from __future__ import annotations
@@ -101,6 +101,7 @@ def play(label, playbook, inventory, forks, env, work, hosts):
         "modules": None if None in modules else sum(modules) / len(hosts),
         "max_modules": counts["max_modules_per_task"],
         "worst": counts["worst_task"],
+        "task_walls": counts["task_walls"],
     }
 
 
@@ -155,6 +156,8 @@ def main():
     parser.add_argument("--connection", choices=["local", "ssh"], default="local")
     parser.add_argument("--pipelining", choices=["on", "off"], default="on", help="with --connection ssh")
     parser.add_argument("--keep", action="store_true", help="keep the nodes and inventories (path printed)")
+    parser.add_argument("--breakdown", type=int, default=0, metavar="N",
+                        help="also print the N slowest tasks of converge and no-op, with their wall seconds")
     args = parser.parse_args()
     if args.connection == "ssh":
         problem = sshd.missing_prerequisite()
@@ -177,6 +180,11 @@ def main():
                              "" if goal is None else "%s: %s" % (goal[0], "met" if goal[1] else "NOT met")))
                 if f["run"] == "no-op" and f["worst"] and (f["max_modules"] or 0) > 1:
                     worst_noop.append((count, f["worst"]))
+            for f in figures:
+                if args.breakdown and f["run"] in ("converge", "no-op"):
+                    slowest = sorted(f["task_walls"], key=lambda task: -task["wall"])[:args.breakdown]
+                    print("%6s  %s, slowest tasks: %s" % (count, f["run"], "; ".join(
+                        "%s %.1f s" % (task["name"], task["wall"]) for task in slowest)))
         finally:
             if args.keep:
                 print("kept %s" % work)

@@ -20,6 +20,8 @@ Not part of the collection. Enabled with ``ANSIBLE_CALLBACK_PLUGINS=<this dir>``
   ``set_fact``, ``assert``, ``include_*``) count no module execution; a loop counts each item as one
   task run. ``_execute_module`` is ansible-core's internal API, stable across 2.16 to 2.19; if it is
   missing the counts say ``null`` rather than a wrong number.
+- Task wall time: from one task's (or handler's) start to the next one's, or to the end of the
+  play: the time the whole fleet spent on it, forks included.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import time
 
 from ansible.plugins.action import ActionBase
 from ansible.plugins.callback import CallbackBase
@@ -78,6 +81,23 @@ class CallbackModule(CallbackBase):
         log = _module_log()
         if log and os.path.exists(log):
             os.unlink(log)
+        self._walls = []
+        self._running = None
+
+    def _start(self, name):
+        now = time.perf_counter()
+        if self._running is not None:
+            self._walls.append({"name": self._running[0], "wall": now - self._running[1]})
+        self._running = (name, now) if name is not None else None
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        self._start(task.get_name())
+
+    def v2_playbook_on_handler_task_start(self, task):
+        self._start(task.get_name())
+
+    def v2_playbook_on_play_start(self, play):
+        self._start(None)
 
     def _host(self, result, outcome):
         counts = self._hosts.setdefault(result._host.get_name(), {"tasks": 0, "ok": 0, "changed": 0, "failed": 0,
@@ -100,6 +120,7 @@ class CallbackModule(CallbackBase):
         self._host(result, "unreachable")
 
     def v2_playbook_on_stats(self, stats):
+        self._start(None)
         out = os.environ.get(COUNTS_ENV)
         if not out:
             return
@@ -121,6 +142,7 @@ class CallbackModule(CallbackBase):
             "hosts": self._hosts,
             "max_modules_per_task": len(worst["modules"]) if worst else (0 if self._counting else None),
             "worst_task": worst,
+            "task_walls": self._walls,
         }
         with open(out, "w", encoding="utf-8") as handle:
             json.dump(summary, handle, indent=1)
