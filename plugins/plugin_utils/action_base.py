@@ -18,7 +18,10 @@ from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_fi
 
 
 class NodeActionBase(ActionBase):
-    TRANSFERS_FILES = True
+    # No remote temp dir up front: it costs two round trips (mkdir, rm) per task and host, and a
+    # task that answers from read_ahead makes none. _execute_module makes one when it needs it (no
+    # pipelining); toolkit_install makes its own for the payload.
+    TRANSFERS_FILES = False
     _requires_connection = True
     # staticmethod(a function of module_utils.argument_specs): the module's argument spec.
     argument_spec = None
