@@ -20,6 +20,9 @@ Not part of the collection. Enabled with ``ANSIBLE_CALLBACK_PLUGINS=<this dir>``
   ``set_fact``, ``assert``, ``include_*``) count no module execution; a loop counts each item as one
   task run. ``_execute_module`` is ansible-core's internal API, stable across 2.16 to 2.19; if it is
   missing the counts say ``null`` rather than a wrong number.
+- File transfers: ``ActionBase._transfer_file`` (a file put on the node, such as toolkit_install's
+  payload) is wrapped the same way and logged with ``"transfer"`` set; it is not a module execution.
+  A module's own file (``AnsiballZ_*``, put there when pipelining is off) is not logged.
 - Task wall time: from one task's (or handler's) start to the next one's, or to the end of the
   play: the time the whole fleet spent on it, forks included.
 """
@@ -36,6 +39,7 @@ from ansible.plugins.callback import CallbackBase
 
 COUNTS_ENV = "GPU_NODE_FLEET_COUNTS"
 _ORIGINAL = getattr(ActionBase, "_execute_module", None)
+_ORIGINAL_TRANSFER = getattr(ActionBase, "_transfer_file", None)
 
 
 def _module_log():
@@ -43,7 +47,7 @@ def _module_log():
     return counts + ".modules" if counts else None
 
 
-def _record(action, module_name, task_vars):
+def _record(action, module_name, task_vars, transfer=None):
     log = _module_log()
     if not log:
         return
@@ -52,8 +56,11 @@ def _record(action, module_name, task_vars):
     task = getattr(worker, "_task", None) or action._task
     loop_var = (task_vars or {}).get("ansible_loop_var")
     item = repr((task_vars or {}).get(loop_var))[:200] if loop_var else None
-    line = json.dumps({"host": host, "task": task._uuid, "name": task.get_name(), "item": item,
-                       "module": module_name or action._task.action}) + "\n"
+    entry = {"host": host, "task": task._uuid, "name": task.get_name(), "item": item,
+             "module": module_name or action._task.action}
+    if transfer is not None:
+        entry["transfer"] = transfer
+    line = json.dumps(entry) + "\n"
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line.encode())
@@ -64,6 +71,13 @@ def _record(action, module_name, task_vars):
 def _counting_execute_module(self, module_name=None, module_args=None, tmp=None, task_vars=None, *args, **kwargs):
     _record(self, module_name, task_vars)
     return _ORIGINAL(self, module_name, module_args, tmp, task_vars, *args, **kwargs)
+
+
+def _counting_transfer_file(self, local_path, remote_path):
+    name = os.path.basename(remote_path)
+    if not name.startswith("AnsiballZ_"):  # a module, put there without pipelining: counted as one
+        _record(self, None, None, transfer=name)
+    return _ORIGINAL_TRANSFER(self, local_path, remote_path)
 
 
 class CallbackModule(CallbackBase):
@@ -78,6 +92,8 @@ class CallbackModule(CallbackBase):
         self._counting = _ORIGINAL is not None
         if self._counting and ActionBase._execute_module is _ORIGINAL:
             ActionBase._execute_module = _counting_execute_module
+        if _ORIGINAL_TRANSFER is not None and ActionBase._transfer_file is _ORIGINAL_TRANSFER:
+            ActionBase._transfer_file = _counting_transfer_file
         log = _module_log()
         if log and os.path.exists(log):
             os.unlink(log)
@@ -131,6 +147,8 @@ class CallbackModule(CallbackBase):
             with open(log, encoding="utf-8") as handle:
                 for line in handle:
                     entry = json.loads(line)
+                    if "transfer" in entry:
+                        continue
                     modules[entry["host"]] = modules.get(entry["host"], 0) + 1
                     key = (entry["host"], entry["task"], entry["item"])
                     run = per_run.setdefault(key, {"name": entry["name"], "modules": []})

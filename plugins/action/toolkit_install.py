@@ -16,8 +16,14 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import argument_specs, toolkit_source
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import (
+    argument_specs,
+    node_model,
+    toolkit_layout,
+    toolkit_source,
+)
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import ReadAhead
 
 MODULE = "gpu_node.container_toolkit.toolkit_install"
 URL_SCHEMES = ("http://", "https://", "ftp://")
@@ -69,11 +75,25 @@ class ActionModule(NodeActionBase):
     refusals = (toolkit_source.SourceError,)
 
     def converge(self, args, task_vars):
+        read_ahead = args.pop("read_ahead", None)
+        args.pop("expected", None)
         if args["state"] != "present" or args["remote_src"]:
             return self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars)
         workdir = tempfile.mkdtemp(prefix="gpu_node-toolkit-")
         try:
             tree = self._local_sources(args, workdir)
+            module_args = dict(args, remote_src=True)
+            module_args.pop("checksum", None)
+            expected, missing = self._expected_if_listed(tree, args, read_ahead)
+            if expected is not None:
+                result = self._execute_module(module_name=MODULE, module_args=dict(module_args, src=[], expected=expected),
+                                              task_vars=task_vars)
+                if not result.get("payload_needed"):
+                    if missing and not result.get("failed"):
+                        # What the module says when it reads the sources itself.
+                        result["missing"] = missing
+                        result.setdefault("warnings", []).append("not in src, so not installed: %s" % ", ".join(missing))
+                    return result
             payload = os.path.join(workdir, PAYLOAD_NAME)
             toolkit_source.write_payload(tree, payload)
 
@@ -83,8 +103,31 @@ class ActionModule(NodeActionBase):
             self._fixup_perms2((remote_tmp, remote_payload))
 
             # The module reads a src inside its own temporary directory as it is, not under host_root.
-            module_args = dict(args, src=[remote_payload], remote_src=True)
-            module_args.pop("checksum", None)
-            return self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
+            return self._execute_module(module_name=MODULE, module_args=dict(module_args, src=[remote_payload]),
+                                        task_vars=task_vars)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+
+    @staticmethod
+    def _expected_if_listed(tree, args, read_ahead):
+        """``(expected, missing)``: the install without its bytes when the manifest read ahead
+        lists exactly it (then the node only checks, and the payload is sent only if the files
+        differ), else None; and what the sources lack."""
+        if not read_ahead:
+            return None, []
+        install_dir = node_model.normalize_host_path(args["install_dir"])
+        manifest = posixpath.join(install_dir, toolkit_layout.MANIFEST_NAME)
+        known, data = ReadAhead(read_ahead).data(args["host_root"], manifest)
+        if not known or data is None:
+            return None, []
+        sources, missing = toolkit_layout.select_sources(tree)
+        if not sources:
+            return None, []  # the module names what is missing
+        config_path = args["config_path"]
+        entries = toolkit_layout.fill_contents(
+            toolkit_layout.desired_entries(sources, install_dir, args["low_level_runtime"],
+                                           node_model.normalize_host_path(config_path) if config_path else None),
+            lambda source: toolkit_source.read_member(tree[source]))
+        if not toolkit_layout.installed_as_listed(data.decode("utf-8", "replace"), entries):
+            return None, []
+        return toolkit_layout.expected(entries), missing

@@ -64,7 +64,7 @@ def toolkit_config():
 
 def toolkit_install():
     return dict(
-        node_argument_spec(),
+        node_argument_spec(read_ahead=True),
         src={"type": "list", "elements": "str"},
         remote_src={"type": "bool", "default": False},
         checksum={"type": "list", "elements": "str", "no_log": False},
@@ -74,6 +74,7 @@ def toolkit_install():
         low_level_runtime={"type": "str", "default": "runc"},
         config_path={"type": "path"},
         exec_mount={"type": "bool", "default": False},
+        expected={"type": "dict"},
     )
 
 

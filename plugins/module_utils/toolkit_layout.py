@@ -285,8 +285,8 @@ def summary(entries):
     return "".join("%s: %s\n" % (name, describe(entries[name])) for name in sorted(entries) if entries[name])
 
 
-def render_manifest(install_dir, entries, created_dirs=()):
-    """The manifest's text: every installed entry, and the directories the install created."""
+def manifest_files(entries):
+    """The manifest's ``files`` table for ``entries`` (each file with its ``sha256``)."""
     files = {}
     for name in sorted(entries):
         entry = entries[name]
@@ -294,14 +294,56 @@ def render_manifest(install_dir, entries, created_dirs=()):
             files[name] = {"type": "link", "target": entry["target"]}  # format 1's word for a symlink
         else:
             files[name] = {"type": "file", "sha256": entry["sha256"], "mode": "%04o" % entry["mode"]}
+    return files
+
+
+def render_manifest(install_dir, entries, created_dirs=()):
+    """The manifest's text: every installed entry, and the directories the install created."""
     document = {
         "format": MANIFEST_FORMAT,
         "written_by": WRITER,
         "install_dir": install_dir,
         "created_dirs": sorted(set(created_dirs), key=lambda d: (d.count("/"), d)),
-        "files": files,
+        "files": manifest_files(entries),
     }
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def expected(entries):
+    """``entries`` without their contents: what the node needs to check an install (``plan``
+    compares checksums, modes and link targets), a fraction of the bytes of the files."""
+    return {name: ({"type": "symlink", "target": entry["target"]} if entry["type"] == "symlink"
+                   else {"type": "file", "sha256": entry["sha256"], "mode": entry["mode"]})
+            for name, entry in entries.items()}
+
+
+def parse_expected(value):
+    """``expected`` entries as the module gets them back (JSON: modes may come as strings);
+    raises ValueError on anything else."""
+    if not isinstance(value, dict) or not value:
+        raise ValueError("expected must name at least one entry")
+    entries = {}
+    for name, entry in value.items():
+        if not name or "/" in name or name in (".", "..") or not isinstance(entry, dict):
+            raise ValueError("bad entry %r" % name)
+        if entry.get("type") == "symlink" and isinstance(entry.get("target"), str):
+            entries[name] = {"type": "symlink", "target": entry["target"]}
+        elif entry.get("type") == "file" and re.match(r"^[0-9a-f]{64}$", str(entry.get("sha256"))):
+            mode = entry.get("mode")
+            entries[name] = {"type": "file", "sha256": entry["sha256"],
+                             "mode": int(mode, 8) if isinstance(mode, str) else int(mode)}
+        else:
+            raise ValueError("bad entry %r" % name)
+    return entries
+
+
+def installed_as_listed(manifest_text, entries):
+    """Whether a manifest read from the node lists exactly ``entries``: then the install is
+    probably in place, and the node can check it from ``expected(entries)`` alone."""
+    try:
+        return parse_manifest(manifest_text)["files"] == manifest_files(entries)
+    except ValueError:
+        return False
 
 
 def parse_manifest(text):

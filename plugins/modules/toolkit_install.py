@@ -46,6 +46,7 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes.flow
   - gpu_node.container_toolkit.attributes
   - gpu_node.container_toolkit.node
+  - gpu_node.container_toolkit.node.READ_AHEAD
   - gpu_node.container_toolkit.attributes.NODE_GROUP
 attributes:
   platform:
@@ -58,7 +59,7 @@ attributes:
     support: none
   check_mode:
     support: full
-    details: Archives are still unpacked and sent to the node, to compare them; nothing is installed.
+    details: Archives are still unpacked on the controller, to compare them; nothing is installed.
   diff_mode:
     support: full
     details: The diff lists the installed files, each with its type, mode and checksum prefix.
@@ -139,6 +140,17 @@ options:
       - Without it such a mount fails, naming the mount and its options.
     type: bool
     default: false
+  expected:
+    description:
+      - Set by the action plugin, not by hand. What O(install_dir) should hold, without the files'
+        bytes; each name maps to a dict with C(type=file), C(sha256) and C(mode), or with
+        C(type=symlink) and C(target).
+      - With it, O(src) is not read. When O(install_dir) holds exactly that, the result is the one
+        a run with the sources gives; otherwise nothing is changed and RV(payload_needed=true) asks
+        for the sources (in check mode the changes are reported as they would be).
+      - The action plugin sends it instead of the sources when the manifest it was given in
+        O(read_ahead) lists the same files, so a run that changes nothing sends the node no files.
+    type: dict
 notes:
   - Run as root for the files to be owned by root. Files are never group- or world-writable.
   - The mount check reads C(<host_root>/proc/self/mountinfo); when it is missing, the check is
@@ -179,6 +191,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+payload_needed:
+  description:
+    - Only with O(expected), outside check mode - O(install_dir) differs from it, so nothing was changed
+      and the module must be run again with the sources. The action plugin does so; a task never
+      returns it.
+  returned: when O(expected) was given and the install differs from it
+  type: bool
+  sample: true
 install_dir:
   description: Host path of the install.
   returned: always
@@ -376,9 +396,16 @@ class Installer:
         return toolkit_layout.fill_contents(entries, lambda source: toolkit_source.read_member(tree[source]))
 
     def present(self):
-        if not self.module.params["src"]:
+        expected = self.module.params["expected"]
+        if expected:
+            try:
+                entries = toolkit_layout.parse_expected(expected)
+            except ValueError as exc:
+                raise InstallError("expected is not what the action plugin sends: %s" % exc) from None
+        elif self.module.params["src"]:
+            entries = self.wanted_entries()
+        else:
             raise InstallError("src is required when state=present")
-        entries = self.wanted_entries()
         node = self.node
         remount = self.check_mount()
         self.warn_if_writable()
@@ -403,6 +430,11 @@ class Installer:
             # Always returned; Ansible shows it only with --diff.
             diff=self.diff(toolkit_layout.summary(before) if manifest or before else None, toolkit_layout.summary(entries)))
         if self.module.check_mode or not changes:
+            return
+        if expected:
+            # Only checked: the files' bytes are not here. Nothing was changed; the action plugin
+            # sends the payload and runs the module again.
+            self.result.update(changed=False, payload_needed=True)
             return
         node.make_dirs(self.target)
         if remount:

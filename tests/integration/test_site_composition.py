@@ -81,8 +81,9 @@ def test_platform_comes_from_the_discovery_result(fake_node_factory, tmp_path):
     assert recap(proc.stdout)["localhost"]["changed"] > 0
 
 
-def _modules_run(node, artifacts, tmp_path, label):
-    """site.yml once, with the benchmark's counter: (recap, [(task name, module)] run on the node)."""
+def _modules_run(node, artifacts, tmp_path, label, transfers=None):
+    """site.yml once, with the benchmark's counter: (recap, [(task name, module)] run on the node);
+    the names of the files put on the node are appended to ``transfers``."""
     counts = tmp_path / ("counts-%s.json" % label)
     proc = run_playbook(PLAYBOOKS / "site.yml", extra_vars={
         "gpu_node_hosts": "localhost", "gpu_node_host_root": str(node.root), "gpu_node_toolkit_src": str(artifacts),
@@ -91,7 +92,10 @@ def _modules_run(node, artifacts, tmp_path, label):
         "ANSIBLE_CALLBACKS_ENABLED": "fleet_counter", "GPU_NODE_FLEET_COUNTS": str(counts)})
     assert proc.returncode == 0, proc.stdout[-5000:]
     runs = [json.loads(line) for line in (tmp_path / ("counts-%s.json.modules" % label)).read_text().splitlines()]
-    return recap(proc.stdout)["localhost"], [(r["name"].split(" : ")[-1], r["module"].split(".")[-1]) for r in runs]
+    if transfers is not None:
+        transfers.extend(r["transfer"] for r in runs if "transfer" in r)
+    return recap(proc.stdout)["localhost"], [(r["name"].split(" : ")[-1], r["module"].split(".")[-1])
+                                             for r in runs if "transfer" not in r]
 
 
 def test_a_run_that_changes_nothing_reads_the_node_once(fake_node_factory, tmp_path):
@@ -100,11 +104,31 @@ def test_a_run_that_changes_nothing_reads_the_node_once(fake_node_factory, tmp_p
     and the CDI spec (made from the driver on the node)."""
     node = fake_node_factory("cos")
     artifacts = toolkit_artifacts.build_tree(tmp_path / "artifacts")
-    first, _runs = _modules_run(node, artifacts, tmp_path, "converge")
-    assert first["changed"] > 0
-    totals, runs = _modules_run(node, artifacts, tmp_path, "no-op")
+    sent = []
+    first, _runs = _modules_run(node, artifacts, tmp_path, "converge", sent)
+    assert first["changed"] > 0 and sent == ["toolkit-payload.tar"]
+    sent = []
+    totals, runs = _modules_run(node, artifacts, tmp_path, "no-op", sent)
     assert totals["changed"] == 0
     assert sorted(module for _task, module in runs) == ["cdi_spec", "nvidia_driver_info", "toolkit_install"], runs
+    # The manifest read ahead lists the files wanted: the node checks them from their checksums.
+    assert sent == []
+
+
+def test_a_binary_changed_behind_the_manifest_is_put_back(fake_node_factory, tmp_path):
+    """The manifest still lists the right checksums, the file on the node does not match them:
+    the node says so, and only then is the payload sent."""
+    node = fake_node_factory("cos")
+    artifacts = toolkit_artifacts.build_tree(tmp_path / "artifacts")
+    _modules_run(node, artifacts, tmp_path, "converge")
+    binary = node.node_path("/home/kubernetes/bin/nvidia/toolkit/nvidia-ctk.real")
+    good = binary.read_bytes()
+    binary.write_bytes(b"#!/bin/sh\necho replaced\n")
+    sent = []
+    totals, runs = _modules_run(node, artifacts, tmp_path, "drift", sent)
+    # Changed: the install, and containerd's restart for the new runtime binaries.
+    assert totals["changed"] == 2 and binary.read_bytes() == good
+    assert [module for _task, module in runs].count("toolkit_install") == 2 and sent == ["toolkit-payload.tar"], runs
 
 
 def test_drift_after_the_look_is_still_repaired(fake_node_factory, tmp_path):

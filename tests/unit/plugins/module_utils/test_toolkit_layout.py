@@ -296,3 +296,43 @@ def test_fill_contents_swap_set_and_changes():
         {"path": INSTALL + "/old", "action": "removed"},
         {"path": INSTALL + "/" + tl.MANIFEST_NAME, "action": "created"},
     ]
+
+
+def _filled():
+    entries = tl.desired_entries({"nvidia-ctk": "usr/bin/nvidia-ctk", "libnvidia-container.so.1.2.3": "lib/x"}, INSTALL)
+    return tl.fill_contents(entries, lambda source: b"bytes of " + source.encode())
+
+
+def test_expected_drops_the_bytes_and_comes_back_through_json():
+    entries = _filled()
+    expected = tl.expected(entries)
+    assert all("content" not in entry and "source" not in entry for entry in expected.values())
+    assert expected["libnvidia-container.so.1"] == {"type": "symlink", "target": "libnvidia-container.so.1.2.3"}
+    assert expected["nvidia-ctk.real"] == {"type": "file", "sha256": entries["nvidia-ctk.real"]["sha256"], "mode": 0o755}
+    assert tl.parse_expected(json.loads(json.dumps(expected))) == expected
+    # Modes as the manifest writes them are read as octal.
+    assert tl.parse_expected({"a": dict(expected["nvidia-ctk.real"], mode="0644")})["a"]["mode"] == 0o644
+    # plan() gives the same answer from the checksums alone.
+    current = {name: dict(entry, uid=0, gid=0) for name, entry in expected.items()}
+    assert tl.plan(tl.parse_expected(expected), current, [], (0, 0))["unchanged"] == sorted(expected)
+
+
+@pytest.mark.parametrize("value", [
+    {}, [], {"../x": {"type": "file", "sha256": "ab" * 32, "mode": 0o755}},
+    {"a": {"type": "file", "sha256": "not hex", "mode": 0o755}}, {"a": {"type": "symlink"}},
+    {"a": {"type": "directory"}}, {"a": "file"},
+])
+def test_parse_expected_refuses(value):
+    with pytest.raises(ValueError):
+        tl.parse_expected(value)
+
+
+def test_installed_as_listed_compares_the_files_not_the_created_dirs():
+    entries = _filled()
+    written = tl.render_manifest(INSTALL, entries, [INSTALL, "/home/kubernetes"])
+    assert tl.installed_as_listed(written, entries)
+    changed = dict(entries, **{"nvidia-ctk.real": dict(entries["nvidia-ctk.real"], sha256="cd" * 32)})
+    assert not tl.installed_as_listed(written, changed)
+    fewer = {name: entry for name, entry in entries.items() if name != "libnvidia-container.so.1"}
+    assert not tl.installed_as_listed(written, fewer)
+    assert not tl.installed_as_listed("not json", entries)

@@ -497,3 +497,45 @@ def test_a_read_only_install_dir_fails_cleanly_with_the_old_install_intact(node,
     (named,) = in_namespace(node, setup + "\n" + live, [args_of(node)])
     assert named["failed"] and "is on the read-only mount %s" % node.node_path(INSTALL) in named["msg"], named
     assert named["after"] == update["before"]
+
+
+def _expected_from(node):
+    """What the action plugin sends instead of the sources: the manifest's files, as entries."""
+    with open(node.node_path(INSTALL + "/" + MANIFEST)) as handle:
+        files = json.load(handle)["files"]
+    return {name: ({"type": "symlink", "target": entry["target"]} if entry["type"] == "link"
+                   else {"type": "file", "sha256": entry["sha256"], "mode": entry["mode"]})
+            for name, entry in files.items()}
+
+
+def test_expected_checks_an_install_without_its_sources(node, monkeypatch):
+    first, _failed = install(node, monkeypatch)
+    expected = _expected_from(node)
+    before = snapshot(node.node_path(INSTALL))
+    result, failed = install(node, monkeypatch, diff=True, src=[], expected=expected)
+    assert not failed and not result["changed"] and "payload_needed" not in result
+    assert result["files"] == first["files"] and result["diff"]["before"] == result["diff"]["after"]
+    assert snapshot(node.node_path(INSTALL)) == before
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["run", "check"])
+def test_expected_that_differs_asks_for_the_sources_and_changes_nothing(node, monkeypatch, check):
+    install(node, monkeypatch)
+    expected = _expected_from(node)
+    path = node.node_path(INSTALL + "/nvidia-ctk.real")
+    with open(path, "wb") as handle:
+        handle.write(b"#!/bin/sh\necho replaced\n")
+    before = snapshot(node.node_path(INSTALL))
+    result, failed = install(node, monkeypatch, check=check, src=[], expected=expected)
+    assert not failed and snapshot(node.node_path(INSTALL)) == before
+    if check:
+        # Check mode writes nothing anyway: the checksums are enough to say what would change.
+        assert result["changed"] and result["updated"] == ["nvidia-ctk.real"] and "payload_needed" not in result
+    else:
+        assert result["payload_needed"] is True and result["changed"] is False
+
+
+def test_expected_that_is_not_entries_fails_naming_it(node, monkeypatch):
+    result, failed = install(node, monkeypatch, src=[], expected={"../x": {"type": "file"}})
+    assert failed and "expected is not what the action plugin sends" in result["msg"]
+    assert not os.path.exists(node.node_path(INSTALL))
