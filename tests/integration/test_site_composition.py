@@ -126,8 +126,8 @@ def test_a_binary_changed_behind_the_manifest_is_put_back(fake_node_factory, tmp
     binary.write_bytes(b"#!/bin/sh\necho replaced\n")
     sent = []
     totals, runs = _modules_run(node, artifacts, tmp_path, "drift", sent)
-    # Changed: the install, and containerd's restart for the new runtime binaries.
-    assert totals["changed"] == 2 and binary.read_bytes() == good
+    # Changed: the install only (restart_mode none: containerd is told, not restarted).
+    assert totals["changed"] == 1 and binary.read_bytes() == good
     assert [module for _task, module in runs].count("toolkit_install") == 2 and sent == ["toolkit-payload.tar"], runs
 
 
