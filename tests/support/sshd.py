@@ -1,10 +1,11 @@
-"""A real OpenSSH server for simulated nodes: one ``sshd`` listening on 127.0.0.2, 127.0.0.3, ...
+"""A real OpenSSH server for simulated nodes: ``sshd`` listening on 127.0.0.2, 127.0.0.3, ...
 
 Each simulated node (a directory used as ``gpu_node_host_root``) gets its own loopback address, so
 Ansible opens one SSH connection (and one ControlPersist master) per node, as it does on a fleet.
 Everything the server and the client use is made for the run in one temp dir: ``sshd_config``, an
 ed25519 host key, an ed25519 client key and its ``authorized_keys``, a ``known_hosts`` naming the host
-key at every address, the pid file and the log. Nothing under ``/etc/ssh`` or ``/root/.ssh`` is read
+key at every address, the pid files and the logs. One sshd listens on at most 16 addresses (its
+MAX_LISTEN_SOCKS), so a bigger fleet gets one sshd per 16 nodes, all on one port with one host key. Nothing under ``/etc/ssh`` or ``/root/.ssh`` is read
 or written; ``/run/sshd`` (sshd's privilege separation dir) is created when missing.
 
 Needs root (sshd logs in as root) and Debian's ``openssh-server`` (``/usr/sbin/sshd``)::
@@ -32,6 +33,7 @@ SFTP_SERVER_CANDIDATES = ("/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/
                           "/usr/libexec/sftp-server")
 PRIVSEP_DIR = "/run/sshd"
 FIRST_ADDRESS = 2  # 127.0.0.1 stays the machine's own
+ADDRESSES_PER_SSHD = 16  # OpenSSH's MAX_LISTEN_SOCKS
 
 
 class SshdError(RuntimeError):
@@ -78,7 +80,7 @@ def _listening(address, port):
 
 
 class SshServer:
-    """One sshd for ``nodes`` loopback addresses; a context manager that stops it at the end."""
+    """sshd for ``nodes`` loopback addresses; a context manager that stops it at the end."""
 
     def __init__(self, nodes, work=None, max_startups=200):
         problem = missing_prerequisite()
@@ -92,12 +94,12 @@ class SshServer:
         self._own_work = work is None
         self.max_startups = max_startups
         self.port = None
-        self.process = None
+        self.processes = []
         self.client_key = self.work / "id_ed25519"
         self.known_hosts = self.work / "known_hosts"
-        self.config = self.work / "sshd_config"
-        self.pid_file = self.work / "sshd.pid"
-        self.log = self.work / "sshd.log"
+        self.groups = [self.addresses[i:i + ADDRESSES_PER_SSHD] for i in range(0, nodes, ADDRESSES_PER_SSHD)]
+        self.configs = [self.work / ("sshd_config-%d" % i) for i in range(len(self.groups))]
+        self.logs = [self.work / ("sshd-%d.log" % i) for i in range(len(self.groups))]
 
     # Set-up ----------------------------------------------------------------------------------
 
@@ -117,11 +119,16 @@ class SshServer:
         self.known_hosts.write_text("".join("[%s]:%d %s %s\n" % (address, self.port, host_public[0], host_public[1])
                                             for address in self.addresses))
         sftp = next((p for p in SFTP_SERVER_CANDIDATES if os.path.exists(p)), None)
-        lines = ["Port %d" % self.port]
-        lines += ["ListenAddress %s" % address for address in self.addresses]
-        lines += [
+        for index, group in enumerate(self.groups):
+            lines = ["Port %d" % self.port]
+            lines += ["ListenAddress %s" % address for address in group]
+            lines += ["PidFile %s" % (self.work / ("sshd-%d.pid" % index))]
+            lines += self._settings(host_key, authorized, sftp)
+            self.configs[index].write_text("\n".join(lines) + "\n")
+
+    def _settings(self, host_key, authorized, sftp):
+        lines = [
             "HostKey %s" % host_key,
-            "PidFile %s" % self.pid_file,
             "AuthorizedKeysFile %s" % authorized,
             "PermitRootLogin prohibit-password",
             "AllowUsers root",
@@ -144,23 +151,28 @@ class SshServer:
         if sftp:
             # Without pipelining Ansible copies each module over SFTP.
             lines.append("Subsystem sftp %s" % sftp)
-        self.config.write_text("\n".join(lines) + "\n")
+        return lines
 
     def start(self, timeout=15):
         self.port = _free_port(self.addresses)
         self._write_files()
         os.makedirs(PRIVSEP_DIR, mode=0o755, exist_ok=True)
-        check = subprocess.run([SSHD, "-t", "-f", str(self.config)], capture_output=True, text=True, check=False)
-        if check.returncode != 0:
-            raise SshdError("sshd refuses %s: %s" % (self.config, check.stderr.strip()))
-        # -D: stay in the foreground, a child of this process; -E: log to a file, not syslog.
-        self.process = subprocess.Popen([SSHD, "-D", "-f", str(self.config), "-E", str(self.log)],
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for config, log in zip(self.configs, self.logs):
+            check = subprocess.run([SSHD, "-t", "-f", str(config)], capture_output=True, text=True, check=False)
+            if check.returncode != 0:
+                self.stop()
+                raise SshdError("sshd refuses %s: %s" % (config, check.stderr.strip()))
+            # -D: stay in the foreground, a child of this process; -E: log to a file, not syslog.
+            self.processes.append(subprocess.Popen([SSHD, "-D", "-f", str(config), "-E", str(log)],
+                                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                   stderr=subprocess.DEVNULL))
         deadline = time.monotonic() + timeout
         waiting = list(self.addresses)
         while waiting and time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SshdError("sshd exited with %s: %s" % (self.process.returncode, self._log_tail()))
+            exited = next((process for process in self.processes if process.poll() is not None), None)
+            if exited is not None:
+                self.stop()
+                raise SshdError("sshd exited with %s: %s" % (exited.returncode, self._log_tail()))
             waiting = [address for address in waiting if not _listening(address, self.port)]
             if waiting:
                 time.sleep(0.05)
@@ -171,12 +183,13 @@ class SshServer:
         return self
 
     def _log_tail(self):
-        return self.log.read_text()[-2000:] if self.log.exists() else "(no log)"
+        return "".join(log.read_text() for log in self.logs if log.exists())[-2000:] or "(no log)"
 
     # Tear-down -------------------------------------------------------------------------------
 
-    def _children(self):
-        """The per-connection sshd processes the listener forked (by their parent pid)."""
+    @staticmethod
+    def _children(listener):
+        """The per-connection sshd processes ``listener`` forked (by their parent pid)."""
         pids = []
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
@@ -186,7 +199,7 @@ class SshServer:
                     fields = handle.read().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if int(fields[1]) == self.process.pid:
+            if int(fields[1]) == listener.pid:
                 pids.append(int(entry))
         return pids
 
@@ -200,22 +213,22 @@ class SshServer:
                            capture_output=True, check=False, timeout=10)
 
     def stop(self):
-        if self.process is None:
-            return
-        if self.process.poll() is None:
+        for listener in self.processes:
+            if listener.poll() is not None:
+                continue
             # A session's sshd outlives the listener: end those this sshd started, then the listener.
-            for pid in self._children():
+            for pid in self._children(listener):
                 try:
                     os.kill(pid, signal.SIGTERM)
                 except ProcessLookupError:
                     pass
-            self.process.terminate()
+            listener.terminate()
             try:
-                self.process.wait(timeout=10)
+                listener.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
+                listener.kill()
+                listener.wait()
+        self.processes = []
 
     def __enter__(self):
         return self.start()
