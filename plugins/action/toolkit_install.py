@@ -92,7 +92,7 @@ class ActionModule(NodeActionBase):
                     if missing and not result.get("failed"):
                         # What the module says when it reads the sources itself.
                         result["missing"] = missing
-                        result.setdefault("warnings", []).append("not in src, so not installed: %s" % ", ".join(missing))
+                        result.setdefault("warnings", []).append(toolkit_layout.missing_warning(missing))
                     return result
             payload = os.path.join(workdir, PAYLOAD_NAME)
             toolkit_source.write_payload(tree, payload)
@@ -120,14 +120,12 @@ class ActionModule(NodeActionBase):
         known, data = ReadAhead(read_ahead).data(args["host_root"], manifest)
         if not known or data is None:
             return None, []
-        sources, missing = toolkit_layout.select_sources(tree)
-        if not sources:
-            return None, []  # the module names what is missing
         config_path = args["config_path"]
-        entries = toolkit_layout.fill_contents(
-            toolkit_layout.desired_entries(sources, install_dir, args["low_level_runtime"],
-                                           node_model.normalize_host_path(config_path) if config_path else None),
-            lambda source: toolkit_source.read_member(tree[source]))
+        entries, missing = toolkit_layout.wanted_install(
+            tree, install_dir, args["low_level_runtime"],
+            node_model.normalize_host_path(config_path) if config_path else None, toolkit_source.read_member)
+        if entries is None:
+            return None, []  # the module names what is missing
         if not toolkit_layout.installed_as_listed(data.decode("utf-8", "replace"), entries):
             return None, []
         return toolkit_layout.expected(entries), missing

@@ -202,6 +202,21 @@ def fill_contents(entries, read):
     return entries
 
 
+def wanted_install(tree, install_dir, low_level_runtime, config_path, read):
+    """``(entries, missing)`` for a source tree: ``desired_entries`` with their contents
+    (``read(tree entry)`` gives a member's bytes), None when the tree has none of the toolkit's
+    files; and the names the tree lacks. The module and its action plugin both start here."""
+    sources, missing = select_sources(tree)
+    if not sources:
+        return None, missing
+    entries = desired_entries(sources, install_dir, low_level_runtime, config_path)
+    return fill_contents(entries, lambda source: read(tree[source])), missing
+
+
+def missing_warning(missing):
+    return "not in src, so not installed: %s" % ", ".join(missing)
+
+
 def _same(want, have, owner):
     if have is None or have["type"] != want["type"]:
         return False

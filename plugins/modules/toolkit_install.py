@@ -381,19 +381,17 @@ class Installer:
                 raise InstallError("src %s does not exist (looked at %s)" % (src, path))
             toolkit_source.verify_checksum(path, src, expected)
             trees.append(toolkit_source.read_source(path, src))
-        tree = toolkit_source.merge(trees)
-        sources, missing = toolkit_layout.select_sources(tree)
+        config_path = params["config_path"]
+        entries, missing = toolkit_layout.wanted_install(
+            toolkit_source.merge(trees), self.install_dir, params["low_level_runtime"],
+            node_model.normalize_host_path(config_path) if config_path else None, toolkit_source.read_member)
         self.result["missing"] = missing
-        if not sources:
+        if entries is None:
             raise InstallError("no toolkit files found in src: looked for %s under %s"
                                % (", ".join(missing), ", ".join(d or "." for d in toolkit_layout.BIN_DIRS)))
         if missing:
-            self.module.warn("not in src, so not installed: %s" % ", ".join(missing))
-        config_path = params["config_path"]
-        entries = toolkit_layout.desired_entries(
-            sources, self.install_dir, params["low_level_runtime"],
-            node_model.normalize_host_path(config_path) if config_path else None)
-        return toolkit_layout.fill_contents(entries, lambda source: toolkit_source.read_member(tree[source]))
+            self.module.warn(toolkit_layout.missing_warning(missing))
+        return entries
 
     def present(self):
         expected = self.module.params["expected"]
