@@ -168,7 +168,7 @@ def test_containerd_refusing_the_new_config_is_rolled_back(node_with_containerd,
     assert "containerd did not come back after its configuration changed" in proc.stdout, proc.stdout[-3000:]
     if refusal == LIKE_SYSTEMCTL:
         # The error named is the restart's own, not a health check that timed out after it.
-        assert "Job for containerd.service failed" in proc.stdout and "the restart exited with 1" in proc.stdout
+        assert "Job for containerd.service failed" in proc.stdout and "; the restart exited with 1)" in proc.stdout
     assert "Rolled back to" in proc.stdout
     assert config.read_bytes() == original
     assert _wait_answering(node, socket), "containerd is not answering after the rollback"

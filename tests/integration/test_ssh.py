@@ -100,3 +100,23 @@ def test_site_check_converge_idempotence_uninstall_over_ssh(ssh_server, ssh_cont
     for node in nodes:
         assert node.node_path(CONFIG).read_bytes() == GKE_CONTAINERD_CONFIG.encode()
         assert not node.node_path(SPEC).exists()
+
+
+def test_failed_restart_over_ssh_is_rolled_back_and_named(ssh_server, ssh_control_dir, fake_node_factory, tmp_path):
+    # The restart runs as raw over SSH, on a terminal: what the failing command printed must still
+    # reach the error, and the config go back byte for byte.
+    node = fake_node_factory("cos")
+    artifacts = toolkit_artifacts.build_tree(tmp_path / "artifacts")
+    inventory = ssh_server.write_inventory(tmp_path / "inventory.yml", [node.root], group_vars={
+        "gpu_node_toolkit_src": str(artifacts),
+        "gpu_node_containerd_restart_mode": "command",
+        "gpu_node_containerd_restart_command": "echo 'containerd: invalid config' >&2; exit 3",
+        "containerd_health_command": "true %s",
+    })
+    proc = run_playbook(PLAYBOOKS / "site.yml", inventory=str(inventory), env=ssh_env(ssh_control_dir, True))
+    assert proc.returncode != 0
+    assert recap(proc.stdout)["node000"]["failed"] == 1
+    assert ("containerd did not come back after its configuration changed (containerd: invalid config; "
+            "the restart exited with 3)") in proc.stdout
+    assert "restored %s from" % CONFIG in proc.stdout
+    assert node.node_path(CONFIG).read_bytes() == GKE_CONTAINERD_CONFIG.encode()
