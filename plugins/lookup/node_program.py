@@ -12,7 +12,8 @@ description:
   - Returns the text of one executable Python file that runs the C(main) function of a module in this
     collection's C(plugins/module_utils), with the source of every module_utils it imports inside it.
     The node needs Python 3's standard library only, and runs the same code the modules run.
-  - The text is the same for the same collection, so writing it again changes nothing.
+  - The text is the same for the same collection, so writing it again changes nothing. It is built
+    once per run, in the controller's temp dir, however many hosts ask for it.
   - The roles write C(gpu-node-cdi) with it (entry V(cdi_refresh)), which regenerates the CDI specs at
     boot and after a driver upgrade without a controller.
 author:
@@ -40,6 +41,7 @@ _raw:
   elements: str
 """
 
+from ansible import constants as C
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
@@ -51,6 +53,6 @@ class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
         try:
-            return [node_program.build(term) for term in terms]
+            return [node_program.build_cached(term, C.DEFAULT_LOCAL_TMP) for term in terms]
         except node_program.NodeProgramError as exc:
             raise AnsibleLookupError(str(exc)) from None

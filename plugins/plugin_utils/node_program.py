@@ -16,9 +16,11 @@ nothing rewrites nothing.
 from __future__ import annotations
 
 import ast
+import fcntl
 import hashlib
 import json
 import os
+import tempfile
 
 PACKAGE = "ansible_collections.gpu_node.container_toolkit.plugins.module_utils"
 MODULE_UTILS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
@@ -116,3 +118,41 @@ def build(entry, directory=MODULE_UTILS_DIR):
     body = "{\n%s}" % "".join("    %s: %s,\n" % (json.dumps(k), json.dumps(v, ensure_ascii=False)) for k, v in embedded.items())
     return LAUNCHER.format(digest="sha256 " + digest, entry=entry, package=PACKAGE, sources=body,
                            packages=json.dumps(packages))
+
+
+def fingerprint(directory=MODULE_UTILS_DIR):
+    """Changes whenever a module_utils file is added, removed or written: names, sizes and mtimes."""
+    entries = sorted((entry.name, entry.stat().st_size, entry.stat().st_mtime_ns)
+                     for entry in os.scandir(directory) if entry.name.endswith(".py"))
+    return hashlib.sha256(json.dumps(entries).encode("utf-8")).hexdigest()[:16]
+
+
+def _cached(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def build_cached(entry, cache_dir, directory=MODULE_UTILS_DIR):
+    """:func:`build`, kept in ``cache_dir`` (the controller's temp dir of one run): each host's
+    worker process asks for the same text, so the first one builds it while the others wait, then
+    read it. Without a usable ``cache_dir`` each builds its own."""
+    try:
+        path = os.path.join(cache_dir, "gpu_node-program-%s-%s.py" % (entry, fingerprint(directory)))
+        text = _cached(path)
+        if text is not None:
+            return text
+        with open(path + ".lock", "a", encoding="utf-8") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            text = _cached(path)
+            if text is None:
+                text = build(entry, directory)
+                handle, temp = tempfile.mkstemp(dir=cache_dir, prefix=".gpu_node-program-")
+                with os.fdopen(handle, "w", encoding="utf-8") as out:
+                    out.write(text)
+                os.replace(temp, path)
+            return text
+    except OSError:
+        return build(entry, directory)

@@ -1,5 +1,7 @@
 #!/bin/sh
-# {{ ansible_managed | comment(decoration='# ') | trim }}
+# Managed by gpu_node.container_toolkit (roles/gpu_node/files/reapply.sh); provisioning writes it
+# again as it is, so edits here do not last.
+#
 # Re-applies what gpu_node.container_toolkit provisioned on this Container-Optimized OS node
 # after a reboot: COS's /etc and /var/run are tmpfs, and GKE regenerates containerd's config (and
 # Docker's daemon.json on images that run Docker) at boot. Run at boot (cloud-init runcmd or a
@@ -10,14 +12,21 @@
 # run again, which this script says and exits non-zero. After a driver upgrade the CDI specs are
 # made again from the running driver by gpu-node-cdi, kept next to this script.
 #
+# The node's paths are in reapply.conf, next to this script, where provisioning keeps its copies.
 # HOST_ROOT: where the node's / is seen (tests). GPU_NODE_RESTART and GPU_NODE_DOCKER_RESTART: the
 # commands that restart containerd and Docker; GPU_NODE_RESTART=none skips every restart.
 set -eu
 host_root="${HOST_ROOT:-}"
-state_dir="${host_root}{{ gpu_node__persist_dir }}"
-config="${host_root}{{ gpu_node_containerd_config_path }}"
-docker_config="${host_root}{{ gpu_node_docker_config_path }}"
-docker_journal="${host_root}{{ gpu_node__docker_journal_path }}"
+state_dir=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)
+containerd_config_path=/etc/containerd/config.toml
+docker_config_path=/etc/docker/daemon.json
+docker_journal_path=/etc/docker/.daemon.json.gpu_node.container_toolkit.json
+dev_root=/dev
+# shellcheck source=/dev/null
+. "$state_dir/reapply.conf"
+config="${host_root}${containerd_config_path}"
+docker_config="${host_root}${docker_config_path}"
+docker_journal="${host_root}${docker_journal_path}"
 restart="${GPU_NODE_RESTART:-systemctl restart containerd}"
 docker_restart="${GPU_NODE_DOCKER_RESTART:-systemctl restart docker}"
 status=0
@@ -69,8 +78,8 @@ nvidia_major=$(major nvidia-frontend)
 [ -n "$nvidia_major" ] || nvidia_major=$(major nvidia)
 uvm_major=$(major nvidia-uvm)
 make_node() {
-  if [ -n "$2" ] && [ ! -e "${host_root}{{ gpu_node__dev_root | gpu_node.container_toolkit.node_path('/dev') }}/$1" ]; then
-    mknod -m 0666 "${host_root}{{ gpu_node__dev_root | gpu_node.container_toolkit.node_path('/dev') }}/$1" c "$2" "$3"
+  if [ -n "$2" ] && [ ! -e "${host_root}${dev_root}/$1" ]; then
+    mknod -m 0666 "${host_root}${dev_root}/$1" c "$2" "$3"
     log "created /dev/$1 ($2:$3)"
   fi
 }
