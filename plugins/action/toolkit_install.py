@@ -23,7 +23,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
     toolkit_source,
 )
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
-from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import ReadAhead
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import ReadAhead, receive_command
 
 MODULE = "gpu_node.container_toolkit.toolkit_install"
 URL_SCHEMES = ("http://", "https://", "ftp://")
@@ -97,16 +97,38 @@ class ActionModule(NodeActionBase):
             payload = os.path.join(workdir, PAYLOAD_NAME)
             toolkit_source.write_payload(tree, payload)
 
-            remote_tmp = self._make_tmp_path()
-            remote_payload = posixpath.join(remote_tmp, PAYLOAD_NAME)
-            self._transfer_file(payload, remote_payload)
-            self._fixup_perms2((remote_tmp, remote_payload))
-
+            remote_payload = posixpath.join(self._send_payload(payload), PAYLOAD_NAME)
             # The module reads a src inside its own temporary directory as it is, not under host_root.
             return self._execute_module(module_name=MODULE, module_args=dict(module_args, src=[remote_payload]),
                                         task_vars=task_vars)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+
+    def _send_payload(self, payload):
+        """A new temp dir on the node holding the payload, which Ansible removes after the task.
+        Where modules travel on a command's standard input (pipelining), so does the payload: one
+        command makes the dir and writes it, where Ansible's file transfer takes three round trips
+        (mkdir, put, chmod) and, over SSH, an SFTP session."""
+        if not self._is_pipelining_enabled("new") or self._is_become_unprivileged():
+            remote_tmp = self._make_tmp_path()
+            remote_payload = posixpath.join(remote_tmp, PAYLOAD_NAME)
+            self._transfer_file(payload, remote_payload)
+            self._fixup_perms2((remote_tmp, remote_payload))
+            return remote_tmp
+        base = self.get_shell_option("remote_tmp", default="~/.ansible/tmp")
+        with open(payload, "rb") as handle:
+            data = handle.read()
+        # As the connection user, as Ansible makes its temp dirs: its clean-up removes it as that user.
+        result = self._low_level_execute_command(receive_command(base, PAYLOAD_NAME), in_data=data, sudoable=False)
+        lines = (result.get("stdout") or "").strip().splitlines()
+        if result.get("rc") != 0 or not lines:
+            raise AnsibleActionFail("could not write the toolkit payload to a new directory under %s on the node "
+                                    "(remote_tmp; rc %s): %s" % (base, result.get("rc"),
+                                                                  (result.get("stderr") or "").strip() or "no output"))
+        remote_tmp = lines[-1].strip()
+        self._connection._shell.tmpdir = remote_tmp
+        self._cleanup_remote_tmp = True
+        return remote_tmp
 
     @staticmethod
     def _expected_if_listed(tree, args, read_ahead):

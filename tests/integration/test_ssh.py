@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 
 import pytest
@@ -60,14 +61,20 @@ def test_site_check_converge_idempotence_uninstall_over_ssh(ssh_server, ssh_cont
         "containerd_health_command": "true %s",
     })
     hosts = ["node%03d" % index for index in range(3)]
-    env = ssh_env(ssh_control_dir, pipelining)
+    remote_tmp = tmp_path / "remote-tmp"
+    env = dict(ssh_env(ssh_control_dir, pipelining), ANSIBLE_REMOTE_TEMP=str(remote_tmp))
+    transfers = []
 
     def play(name, check=False):
-        proc = run_playbook(PLAYBOOKS / name, inventory=str(inventory), check=check, env=env, extra_args=["-f", "25"])
+        proc = run_playbook(PLAYBOOKS / name, inventory=str(inventory), check=check, env=env,
+                            extra_args=["-f", "25", "-vvv"])
         assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
         totals = recap(proc.stdout)
         assert sorted(totals) == hosts
         assert all(totals[host]["failed"] == 0 and totals[host]["unreachable"] == 0 for host in hosts), totals
+        # Every temp dir a task made on a node is gone after it.
+        assert not remote_tmp.exists() or os.listdir(remote_tmp) == [], os.listdir(remote_tmp)
+        transfers.append(len(re.findall(r"^<127\.0\.0\.\d+> PUT .* TO ", proc.stdout, re.MULTILINE)))
         return totals
 
     before = [snapshot(node.root) for node in nodes]
@@ -88,6 +95,12 @@ def test_site_check_converge_idempotence_uninstall_over_ssh(ssh_server, ssh_cont
         ctl = os.stat(node.node_path("/dev/nvidiactl"))
         assert (os.major(ctl.st_rdev), os.minor(ctl.st_rdev)) == (195, 255)
         assert _restarts(logs, host) == 1
+
+    if pipelining:
+        # Modules and the toolkit payload alike travel on the command's standard input: no SFTP.
+        assert transfers == [0, 0], transfers
+    else:
+        assert transfers[1] > 0, transfers  # the module files and the payload, over SFTP
 
     provisioned = [snapshot(node.root) for node in nodes]
     again = play("site.yml")
