@@ -99,16 +99,20 @@ class ActionModule(NodeActionBase):
 
             remote_payload = posixpath.join(self._send_payload(payload), PAYLOAD_NAME)
             # The module reads a src inside its own temporary directory as it is, not under host_root.
-            return self._execute_module(module_name=MODULE, module_args=dict(module_args, src=[remote_payload]),
-                                        task_vars=task_vars)
+            result = self._execute_module(module_name=MODULE, module_args=dict(module_args, src=[remote_payload]),
+                                          task_vars=task_vars)
+            if result.pop("payload_removed", False):
+                self._connection._shell.tmpdir = None  # the module removed it: no clean-up round trip
+            return result
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
     def _send_payload(self, payload):
-        """A new temp dir on the node holding the payload, which Ansible removes after the task.
-        Where modules travel on a command's standard input (pipelining), so does the payload: one
-        command makes the dir and writes it, where Ansible's file transfer takes three round trips
-        (mkdir, put, chmod) and, over SSH, an SFTP session."""
+        """A new temp dir on the node holding the payload; the module removes it once it has read it
+        (Ansible's clean-up does where the module could not). Where modules travel on a command's
+        standard input (pipelining), so does the payload: one command makes the dir and writes it,
+        where Ansible's file transfer takes three round trips (mkdir, put, chmod) and, over SSH, an
+        SFTP session."""
         if not self._is_pipelining_enabled("new") or self._is_become_unprivileged():
             remote_tmp = self._make_tmp_path()
             remote_payload = posixpath.join(remote_tmp, PAYLOAD_NAME)

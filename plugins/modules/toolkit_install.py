@@ -278,6 +278,7 @@ exec_mount:
 
 import os
 import posixpath
+import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -302,6 +303,7 @@ class Installer:
         self.install_dir = node_model.normalize_host_path(module.params["install_dir"])
         self.target = self.install_dir  # install_dir with its links resolved inside host_root
         self.owner = (0, 0) if os.geteuid() == 0 else None
+        self.payload_dir = None
         self.result = {"changed": False, "install_dir": self.install_dir, "files": [], "added": [],
                        "updated": [], "removed": [], "changes": [], "exec_mount": False}
 
@@ -368,8 +370,17 @@ class Installer:
         plugin's payload, which lies in this task's own temporary directory."""
         tmpdir = getattr(self.module, "_tmpdir", None)
         if tmpdir and os.path.isabs(src) and node_model.is_under(src, tmpdir):
+            self.payload_dir = tmpdir
             return src
         return self.node.path(self.node.resolve(src))
+
+    def remove_payload(self):
+        """The action plugin's payload is read once: its temporary directory goes here, so that the
+        action needs no round trip of its own to remove it (it is told ``payload_removed``). Kept
+        with ANSIBLE_KEEP_REMOTE_FILES, as Ansible keeps its own."""
+        if self.payload_dir and not getattr(self.module, "_keep_remote_files", False):
+            shutil.rmtree(self.payload_dir, ignore_errors=True)
+            self.result["payload_removed"] = not os.path.exists(self.payload_dir)
 
     def wanted_entries(self):
         """What install_dir should hold, read from every src item (checksums checked first)."""
@@ -499,9 +510,12 @@ def main():
     try:
         installer.run()
     except (InstallError, NodeFsError, toolkit_source.SourceError, toolkit_layout.LayoutError) as exc:
+        installer.remove_payload()
         module.fail_json(msg=str(exc), **installer.result)
     except OSError as exc:
+        installer.remove_payload()
         module.fail_json(msg="installing into %s failed: %s" % (installer.install_dir, exc), **installer.result)
+    installer.remove_payload()
     module.exit_json(**installer.result)
 
 

@@ -75,6 +75,9 @@ def test_site_check_converge_idempotence_uninstall_over_ssh(ssh_server, ssh_cont
         # Every temp dir a task made on a node is gone after it.
         assert not remote_tmp.exists() or os.listdir(remote_tmp) == [], os.listdir(remote_tmp)
         transfers.append(len(re.findall(r"^<127\.0\.0\.\d+> PUT .* TO ", proc.stdout, re.MULTILINE)))
+        # toolkit_install's module removes the payload's temp dir once read: no round trip of
+        # Ansible's clean-up for it.
+        assert not re.search(r"rm -f -r \S*ansible-tmp-gpu_node-", proc.stdout)
         return totals
 
     before = [snapshot(node.root) for node in nodes]

@@ -14,6 +14,7 @@ import pytest
 import toolkit_artifacts as ta
 from module_runner import run_module
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_source
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import NodeRoot
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import toolkit_install
 
@@ -539,3 +540,38 @@ def test_expected_that_is_not_entries_fails_naming_it(node, monkeypatch):
     result, failed = install(node, monkeypatch, src=[], expected={"../x": {"type": "file"}})
     assert failed and "expected is not what the action plugin sends" in result["msg"]
     assert not os.path.exists(node.node_path(INSTALL))
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["removed", "kept-remote-files"])
+def test_the_action_payload_is_removed_once_read(node, monkeypatch, tmp_path, keep):
+    # The action sends one tarball into this task's temp dir (_ansible_tmpdir), read there as it
+    # is (not under host_root); the module removes that dir and says so, unless remote files are kept.
+    task_tmp = tmp_path / "ansible-tmp-gpu_node-test"
+    task_tmp.mkdir()
+    tree = toolkit_source.read_source(str(node.node_path("/var/lib/toolbox/toolkit")), "toolkit")
+    toolkit_source.write_payload(tree, str(task_tmp / "toolkit-payload.tar"))
+    result, failed = install(node, monkeypatch, src=[str(task_tmp / "toolkit-payload.tar")],
+                             _ansible_tmpdir=str(task_tmp), _ansible_keep_remote_files=keep)
+    assert not failed and result["changed"], result
+    assert listing(node.node_path(INSTALL)) == sorted(EXPECTED + [MANIFEST])
+    assert task_tmp.exists() is keep
+    assert result.get("payload_removed", False) is not keep
+
+
+def test_a_src_outside_the_task_temp_dir_is_never_removed(node, monkeypatch, tmp_path):
+    task_tmp = tmp_path / "ansible-tmp-gpu_node-test"
+    task_tmp.mkdir()
+    result, failed = install(node, monkeypatch, _ansible_tmpdir=str(task_tmp))
+    assert not failed and "payload_removed" not in result
+    assert task_tmp.exists() and listing(node.node_path("/var/lib/toolbox/toolkit"))
+
+
+def test_the_payload_is_removed_when_the_install_fails(node, monkeypatch, tmp_path):
+    task_tmp = tmp_path / "ansible-tmp-gpu_node-test"
+    task_tmp.mkdir()
+    tree = toolkit_source.read_source(str(node.node_path("/var/lib/toolbox/toolkit")), "toolkit")
+    toolkit_source.write_payload(tree, str(task_tmp / "toolkit-payload.tar"))
+    result, failed = install(node, monkeypatch, src=[str(task_tmp / "toolkit-payload.tar")],
+                             checksum=["sha256:" + "0" * 64], _ansible_tmpdir=str(task_tmp))
+    assert failed and "checksum" in result["msg"]
+    assert not task_tmp.exists() and result["payload_removed"] is True
