@@ -102,7 +102,9 @@ class ActionModule(NodeActionBase):
             result = self._execute_module(module_name=MODULE, module_args=dict(module_args, src=[remote_payload]),
                                           task_vars=task_vars)
             if result.pop("payload_removed", False):
-                self._connection._shell.tmpdir = None  # the module removed it: no clean-up round trip
+                # The module removed it: no clean-up round trip. The shell's tmpdir is where Ansible
+                # has action plugins share their temp dir (its _execute_module says so).
+                self._connection._shell.tmpdir = None  # noqa: SLF001
             return result
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -130,7 +132,7 @@ class ActionModule(NodeActionBase):
                                     "(remote_tmp; rc %s): %s" % (base, result.get("rc"),
                                                                   (result.get("stderr") or "").strip() or "no output"))
         remote_tmp = lines[-1].strip()
-        self._connection._shell.tmpdir = remote_tmp
+        self._connection._shell.tmpdir = remote_tmp  # noqa: SLF001 - as _make_tmp_path sets it
         self._cleanup_remote_tmp = True
         return remote_tmp
 
