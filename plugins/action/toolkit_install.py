@@ -128,9 +128,9 @@ class ActionModule(NodeActionBase):
         result = self._low_level_execute_command(receive_command(base, PAYLOAD_NAME), in_data=data, sudoable=False)
         lines = (result.get("stdout") or "").strip().splitlines()
         if result.get("rc") != 0 or not lines:
+            error = (result.get("stderr") or "").strip() or "no output"
             raise AnsibleActionFail("could not write the toolkit payload to a new directory under %s on the node "
-                                    "(remote_tmp; rc %s): %s" % (base, result.get("rc"),
-                                                                  (result.get("stderr") or "").strip() or "no output"))
+                                    "(remote_tmp; rc %s): %s" % (base, result.get("rc"), error))
         remote_tmp = lines[-1].strip()
         self._connection._shell.tmpdir = remote_tmp  # noqa: SLF001 - as _make_tmp_path sets it
         self._cleanup_remote_tmp = True

@@ -74,10 +74,10 @@ def test_workers_asking_at_once_share_one_build(tmp_path, monkeypatch):
     cache.mkdir()
     context = multiprocessing.get_context("fork")  # as Ansible starts its workers
     results = context.Queue()
-    workers = [context.Process(target=_ask, args=("entry", str(cache), directory, results)) for _ in range(6)]
+    workers = [context.Process(target=_ask, args=("entry", str(cache), directory, results)) for _worker in range(6)]
     for worker in workers:
         worker.start()
-    texts = [results.get(timeout=60) for _ in workers]
+    texts = [results.get(timeout=60) for _worker in workers]
     for worker in workers:
         worker.join(timeout=60)
     assert [worker.exitcode for worker in workers] == [0] * 6
