@@ -18,15 +18,13 @@
 set -eu
 host_root="${HOST_ROOT:-}"
 state_dir=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)
-containerd_config_path=/etc/containerd/config.toml
-docker_config_path=/etc/docker/daemon.json
-docker_journal_path=/etc/docker/.daemon.json.gpu_node.container_toolkit.json
-dev_root=/dev
 # shellcheck source=/dev/null
 . "$state_dir/reapply.conf"
-config="${host_root}${containerd_config_path}"
-docker_config="${host_root}${docker_config_path}"
-docker_journal="${host_root}${docker_journal_path}"
+# Set by reapply.conf, which the role writes with every one of them.
+config="${host_root}${containerd_config_path:?}"
+docker_config="${host_root}${docker_config_path:?}"
+docker_journal="${host_root}${docker_journal_path:?}"
+dev_root="${dev_root:?}"
 restart="${GPU_NODE_RESTART:-systemctl restart containerd}"
 docker_restart="${GPU_NODE_DOCKER_RESTART:-systemctl restart docker}"
 status=0
