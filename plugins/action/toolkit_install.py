@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Controller half of ``toolkit_install``: fetch and check the sources, read them with the one
 source reader (:mod:`...module_utils.toolkit_source`, which the node uses too), send the node one
-plain tarball, and run the module on it with ``remote_src``."""
+plain tarball, and run the module on it with ``remote_src``. With ``config``, the toolkit's
+``config.toml`` is edited here as ``toolkit_config`` edits it, and written by the same module run."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import shutil
 import tempfile
 
 from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.urls import open_url
 
@@ -22,8 +24,14 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
     toolkit_layout,
     toolkit_source,
 )
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_config as tc
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toolkit_toml
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
-from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import ReadAhead, receive_command
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import (
+    NodeFiles,
+    ReadAhead,
+    receive_command,
+)
 
 MODULE = "gpu_node.container_toolkit.toolkit_install"
 URL_SCHEMES = ("http://", "https://", "ftp://")
@@ -72,11 +80,56 @@ class ActionModule(NodeActionBase):
             trees.append(toolkit_source.read_source(path, src))
         return toolkit_source.merge(trees)
 
-    refusals = (toolkit_source.SourceError,)
+    refusals = (toolkit_source.SourceError,) + toolkit_toml.REFUSALS
 
     def converge(self, args, task_vars):
         read_ahead = args.pop("read_ahead", None)
         args.pop("expected", None)
+        args.pop("config_write", None)
+        config = self._config(args, read_ahead, task_vars)
+        if config is None:
+            return self._install(args, read_ahead, task_vars)
+        out, write = config
+        if write is not None:
+            args["config_write"] = write
+        result = self._install(args, read_ahead, task_vars)
+        written = result.pop("config_write", None)
+        if result.get("failed"):
+            return result
+        if written is not None:
+            out["changed"] = written["changed"]
+            if written.get("backup_file"):
+                out["backup_file"] = written["backup_file"]
+        if not out["changed"]:
+            out.pop("diff", None)
+        result["config"] = out
+        result["changed"] = bool(result.get("changed")) or out["changed"]
+        if out.get("diff"):
+            result["diff"] = [result["diff"]] if isinstance(result.get("diff"), dict) else list(result.get("diff") or [])
+            result["diff"].extend(out.pop("diff"))
+        return result
+
+    def _config(self, args, read_ahead, task_vars):
+        """``(toolkit_config's result, the write for the module run or None)`` for the ``config``
+        option; None without it."""
+        options = args.pop("config", None)
+        if options is None:
+            return None
+        if args["state"] != "present":
+            raise AnsibleActionFail("config is for state=present; remove the config.toml with "
+                                    "gpu_node.container_toolkit.toolkit_config and state=absent")
+        validated = ArgumentSpecValidator(argument_specs.toolkit_install_config()).validate(options)
+        if validated.error_messages:
+            raise AnsibleActionFail("config: %s" % "; ".join(validated.error_messages))
+        config_args = dict(validated.validated_parameters, host_root=args["host_root"], read_ahead=read_ahead,
+                           state="present", install_dir=args["install_dir"],
+                           path=args["config_path"] or tc.default_path(args["install_dir"]))
+        # The write joins the install's run: one round trip for both.
+        files = NodeFiles(self, task_vars, read_ahead, defer_writes=True)
+        out = toolkit_toml.converge(files, config_args, self.check_mode, self.diff_mode)
+        return out, files.deferred[0] if files.deferred else None
+
+    def _install(self, args, read_ahead, task_vars):
         if args["state"] != "present" or args["remote_src"]:
             return self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars)
         workdir = tempfile.mkdtemp(prefix="gpu_node-toolkit-")

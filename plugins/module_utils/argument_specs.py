@@ -74,8 +74,22 @@ def toolkit_install():
         low_level_runtime={"type": "str", "default": "runc"},
         config_path={"type": "path"},
         exec_mount={"type": "bool", "default": False},
+        config={"type": "dict"},
         expected={"type": "dict"},
+        config_write={"type": "dict"},
     )
+
+
+# What toolkit_install's config option does not take from toolkit_config's: the install's own.
+TOOLKIT_CONFIG_FROM_INSTALL = ("host_root", "read_ahead", "state", "path", "install_dir")
+
+
+def toolkit_install_config():
+    """toolkit_install's ``config``: toolkit_config's options, less those the install gives it."""
+    spec = toolkit_config()
+    for name in TOOLKIT_CONFIG_FROM_INSTALL:
+        del spec[name]
+    return spec
 
 
 def persist_files():

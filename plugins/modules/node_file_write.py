@@ -107,113 +107,24 @@ dirs_created:
   sample: [/etc/containerd]
 """
 
-import hashlib
-import os
-import posixpath
-import shlex
-import time
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_model
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_model, node_write
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import NodeFsError, NodeRoot
-
-
-class WriteRefused(Exception):
-    """Nothing was written; the message says why and what to do."""
-
-
-def changed_meanwhile(host_path, current, expect_sha256, expect_absent):
-    """Why the file is no longer what the caller read, or None when it still is."""
-    if expect_absent and current is not None:
-        return "%s appeared on the node" % host_path
-    if expect_sha256 and (current is None or hashlib.sha256(current).hexdigest() != expect_sha256.lower()):
-        return "%s %s on the node" % (host_path, "was removed" if current is None else "changed")
-    return None
-
-
-def backup_name(host_path):
-    """Ansible's backup naming (``<path>.<pid>.<date>@<time>~``), which the roles' cleanup matches."""
-    return "%s.%d.%s~" % (host_path, os.getpid(), time.strftime("%Y-%m-%d@%H:%M:%S"))
-
-
-def write(module, node, params, result):
-    host_path = result["path"]
-    data = to_bytes(params["content"], errors="surrogate_or_strict")
-    try:
-        mode = int(params["mode"], 8)
-    except ValueError:
-        raise WriteRefused("mode must be octal, such as 0644, got %r" % params["mode"]) from None
-    validate = params["validate"]
-    if validate and "%s" not in validate:
-        raise WriteRefused("validate must contain %%s (the new file's path), got %r" % validate)
-    found = node.observe(host_path)
-    if found is not None and found["type"] == "directory":
-        raise WriteRefused("%s is a directory, not a file" % host_path)
-    current = node.read_bytes(host_path)
-    if current == data:
-        return
-    why = changed_meanwhile(host_path, current, params["expect_sha256"], params["expect_absent"])
-    if why:
-        raise WriteRefused("%s while this task ran (another run?); nothing was written. Run the task again"
-                           % why)
-    missing = node.missing_dirs(posixpath.dirname(host_path))
-    if missing and not params["make_dirs"]:
-        raise WriteRefused("the directory of %s does not exist (make_dirs is false)" % host_path)
-    result.update(changed=True, dirs_created=missing)
-    result["changes"] = [{"path": d, "action": "created"} for d in missing] + [
-        {"path": host_path, "action": "updated" if current is not None else "created"}]
-    if module.check_mode:
-        return
-    if missing:
-        node.make_dirs(missing[-1])
-
-    def run_validate(tmp):
-        argv = [part.replace("%s", tmp) for part in shlex.split(validate)]
-        rc, out, err = module.run_command(argv)
-        if rc != 0:
-            raise WriteRefused("failed to validate (rc %d: %s); %s was left as it was"
-                               % (rc, (err or out).strip(), host_path))
-
-    owner = None
-    if current is not None:
-        owner = (found["uid"], found["gid"])
-        if params["backup"]:
-            result["backup_file"] = backup_name(host_path)
-            try:
-                node.write(result["backup_file"], current, mode=found["mode"], owner=owner)
-            except NodeFsError as exc:
-                raise WriteRefused("cannot keep a backup of %s, so it was not replaced: %s" % (host_path, exc)) from None
-    node.write(host_path, data, mode=None if current is not None else mode, owner=owner,
-               check=run_validate if validate else None)
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            node_model.node_argument_spec(),
-            path={"type": "str", "required": True},
-            content={"type": "str", "required": True},
-            mode={"type": "str", "default": "0644"},
-            make_dirs={"type": "bool", "default": True},
-            backup={"type": "bool", "default": False},
-            validate={"type": "str"},
-            expect_sha256={"type": "str"},
-            expect_absent={"type": "bool", "default": False},
-        ),
+        argument_spec=dict(node_model.node_argument_spec(), **node_write.argument_spec()),
         mutually_exclusive=[("expect_sha256", "expect_absent")],
         supports_check_mode=True,
     )
     node = NodeRoot(module.params["host_root"])
-    result = {"changed": False, "path": node_model.normalize_host_path(module.params["path"]),
-              "dirs_created": [], "changes": []}
+    result = node_write.new_result(node_model.normalize_host_path(module.params["path"]))
     try:
         with node.locked():
-            write(module, node, module.params, result)
-    except WriteRefused as exc:
-        module.fail_json(msg=str(exc), **result)
-    except NodeFsError as exc:
+            node_write.write(node, module.params, result, module.check_mode, module.run_command)
+    except (node_write.WriteRefused, NodeFsError) as exc:
         module.fail_json(msg=str(exc), **result)
     module.exit_json(**result)
 

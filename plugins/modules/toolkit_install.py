@@ -128,7 +128,7 @@ options:
   config_path:
     description:
       - Host path of the toolkit's C(config.toml) that the runtime and hook wrappers point
-        E(NVIDIA_CTK_CONFIG_FILE_PATH) at.
+        E(NVIDIA_CTK_CONFIG_FILE_PATH) at, and that O(config) writes.
       - Defaults to C(<install_dir>/.config/nvidia-container-runtime/config.toml), which
         M(gpu_node.container_toolkit.toolkit_config) writes.
     type: path
@@ -140,6 +140,24 @@ options:
       - Without it such a mount fails, naming the mount and its options.
     type: bool
     default: false
+  config:
+    description:
+      - Also write the toolkit's C(config.toml), at O(config_path), in the same run on the node as
+        the install, after it; one round trip less than a separate
+        M(gpu_node.container_toolkit.toolkit_config) task.
+      - The options of M(gpu_node.container_toolkit.toolkit_config), except C(host_root),
+        C(read_ahead), C(state), C(path) and C(install_dir), which are this task's. The file is edited
+        on the controller exactly as that module edits it, and RV(config) is that module's result.
+      - Only with O(state=present). To remove the file, use M(gpu_node.container_toolkit.toolkit_config)
+        with C(state=absent).
+    type: dict
+  config_write:
+    description:
+      - Set by the action plugin, not by hand. The C(config.toml) it edited for O(config), as the
+        options of M(gpu_node.container_toolkit.node_file_write) less C(host_root).
+      - Written after the install, as that module writes (a compare-and-swap on what the action
+        plugin read, under the node's lock), and not when RV(payload_needed) is returned.
+    type: dict
   expected:
     description:
       - Set by the action plugin, not by hand. What O(install_dir) should hold, without the files'
@@ -171,6 +189,17 @@ EXAMPLES = r"""
       - files/libnvidia-container1_1.17.8-1_amd64.deb
     install_dir: /home/kubernetes/bin/nvidia/toolkit
     exec_mount: true
+  become: true
+
+- name: Install the toolkit and write its config.toml in the same run on the node
+  gpu_node.container_toolkit.toolkit_install:
+    src: files/nvidia-container-toolkit-1.17.8-amd64.tar.gz
+    checksum: sha256:9b2f5c0c3d0e4b1a8f7e6d5c4b3a291807f6e5d4c3b2a19080706050403020100
+    install_dir: /home/kubernetes/bin/nvidia/toolkit
+    exec_mount: true
+    config:
+      driver_root: /home/kubernetes/bin/nvidia
+      runtime_mode: cdi
   become: true
 
 - name: Install from a tarball downloaded by the controller
@@ -210,6 +239,8 @@ changes:
     - V(created), V(updated) or V(removed) for each installed file and link and the manifest,
       V(created) for each directory made for O(install_dir) (V(removed) when O(state=absent)
       removes one, not reported in check mode), and V(remounted exec) for O(exec_mount).
+    - The install's own, so they say whether the runtime binaries changed (an engine running them
+      needs a restart); the O(config) write is in RV(config).
   returned: success
   type: list
   elements: dict
@@ -274,6 +305,18 @@ exec_mount:
   returned: success
   type: bool
   sample: true
+config:
+  description:
+    - With O(config), the config write's result, as M(gpu_node.container_toolkit.toolkit_config)
+      returns it (C(changed), C(path), C(changes), C(driver_root), C(settings), ...).
+    - Its change makes the task changed, but is not in RV(changes), which stays the install's.
+  returned: when O(config) was given and the task succeeded
+  type: dict
+  sample:
+    changed: true
+    path: /home/kubernetes/bin/nvidia/toolkit/.config/nvidia-container-runtime/config.toml
+    changes: ["nvidia-container-cli.root: unset -> '/home/kubernetes/bin/nvidia'"]
+    driver_root: /home/kubernetes/bin/nvidia
 """
 
 import os
@@ -286,6 +329,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
     argument_specs,
     mounts,
     node_model,
+    node_write,
     toolkit_layout,
     toolkit_source,
 )
@@ -501,7 +545,29 @@ class Installer:
             if not self.module.params["remote_src"]:
                 raise InstallError("with remote_src=false, src is read by the controller: run this module through "
                                    "its action plugin (as a normal task), not directly")
-            return self.present()
+            self.present()
+            if self.module.params["config_write"] and not self.result.get("payload_needed"):
+                self.write_config(self.module.params["config_write"])
+            return None
+
+    def write_config(self, request):
+        """The config.toml the action plugin edited (its ``config`` option), written once the
+        install is in place, as node_file_write writes it."""
+        request = dict(request)
+        missing = [name for name in ("path", "content") if not isinstance(request.get(name), str)]
+        if missing:
+            raise InstallError("config_write is not what the action plugin sends: no %s" % ", ".join(missing))
+        for name, spec in node_write.argument_spec().items():
+            request.setdefault(name, spec.get("default"))
+        written = node_write.new_result(node_model.normalize_host_path(request["path"]))
+        self.result["config_write"] = written
+        try:
+            node_write.write(self.node, request, written, self.module.check_mode, self.module.run_command)
+        except node_write.WriteRefused as exc:
+            raise InstallError("the toolkit is installed, but its config %s was not written: %s"
+                               % (written["path"], exc)) from None
+        # RV(changes) stays the install's own: a new config.toml asks for no engine restart.
+        self.result["changed"] = self.result["changed"] or written["changed"]
 
 
 def main():

@@ -8,10 +8,10 @@ The one place where the collection's action plugins touch node files:
 - ``read``/``read_many``/``existing``: one ``node_files_info`` run for every file a task needs
   (symlinks resolved inside ``host_root``), so a task that changes nothing costs one round trip;
   none when ``read_ahead`` (``nvidia_driver_info``'s result of that name) holds all of it.
-- ``write``: only when the bytes differ; one ``node_file_write`` run, which writes a temporary
-  file in the target's directory and renames it over the target, keeps the existing file's mode
-  and owner, makes a timestamped backup with ``backup`` and runs ``validate`` (``%s`` is the new
-  file) first. It is a compare-and-swap on what ``read`` found, under the node's lock, so an
+- ``write``: only when the bytes differ; one ``node_file_write`` run (or, deferred, part of
+  another module's run), which writes a temporary file in the target's directory and renames it
+  over the target, keeps the existing file's mode and owner, makes a timestamped backup with
+  ``backup`` and runs ``validate`` (``%s`` is the new file) first. It is a compare-and-swap on what ``read`` found, under the node's lock, so an
   edit another run made between this task's read and its write is never overwritten.
 - ``remove``: ``ansible.builtin.file`` with ``state: absent``; ``remove_empty_dirs``: ``rmdir``,
   which leaves a directory with anything in it alone.
@@ -157,12 +157,16 @@ class ReadAhead:
 
 class NodeFiles:
     """Node file I/O on behalf of ``action`` (a ``NodeActionBase``) for one task run; ``read_ahead``
-    is ``nvidia_driver_info``'s result of that name, or None."""
+    is ``nvidia_driver_info``'s result of that name, or None. With ``defer_writes``, :meth:`write`
+    runs nothing: it adds ``node_file_write``'s arguments to :attr:`deferred`, for the action to
+    send with a module run it makes anyway (``toolkit_install``'s ``config_write``)."""
 
-    def __init__(self, action, task_vars, read_ahead=None):
+    def __init__(self, action, task_vars, read_ahead=None, defer_writes=False):
         self._action = action
         self._task_vars = task_vars
         self.ahead = ReadAhead(read_ahead) if read_ahead else None
+        self._defer_writes = defer_writes
+        self.deferred = []
 
     def _module(self, name, args):
         return self._action.run_module(name, args, self._task_vars)
@@ -236,6 +240,9 @@ class NodeFiles:
             args["validate"] = validate
         if mode is not None:
             args["mode"] = mode
+        if self._defer_writes:
+            self.deferred.append(args)
+            return True, None
         # One round trip: node_file_write makes the missing directories, validates, keeps the backup
         # and renames the new file over the old one (which keeps its mode and owner).
         result = self._module(WRITE_MODULE, args)

@@ -323,6 +323,19 @@ def get_path(data, path):
     return data
 
 
+def plain(value):
+    """``value`` as the plain Python types a parsed file holds: a value templated by Ansible can be
+    a subclass of ``str``, ``list`` or ``dict``, and the edit tells TOML's types apart by type."""
+    for kind in (bool, int, float, str):
+        if isinstance(value, kind):
+            return value if type(value) is kind else kind(value) if kind is not str else str.__str__(value)
+    if isinstance(value, dict):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
 def _set_path(data, path, value):
     for key in path[:-1]:
         data = data.setdefault(key, {})
@@ -444,6 +457,7 @@ class TomlDocument:
     def set(self, path, value):
         """Set the key ``path`` to ``value``; False when it already has it (same type too)."""
         path = tuple(path)
+        value = plain(value)
         current = get_path(self.data, path)
         if current is not None and current == value and type(current) is type(value):
             return False

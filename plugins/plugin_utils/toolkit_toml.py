@@ -5,20 +5,28 @@
 
 Only the keys in the wanted settings are set; every other key, table and comment is left as
 it is. The decisions come from ``module_utils/toolkit_config.py``; the lines are edited by
-``plugin_utils/toml_edit.py``.
+``plugin_utils/toml_edit.py``. :func:`converge` is the ``toolkit_config`` task, which
+``toolkit_install`` also runs for its ``config`` option (its write then goes in the install's run).
 """
 
 from __future__ import annotations
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_config as tc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.toolkit_config import flatten
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import text_diff
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import normalize_host_path
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import missing_dirs, parent_dirs
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import (
     TomlDocument,
     TomlEditError,
     get_path,
     load,
 )
+
+# What makes the file one this task cannot edit safely: the task fails and nothing is written.
+REFUSALS = (tc.ToolkitConfigError, TomlEditError)
 
 
 def edit(text, wanted, name="config.toml"):
@@ -29,7 +37,7 @@ def edit(text, wanted, name="config.toml"):
     """
     doc = TomlDocument(text or "", name)
     tracker = DifferenceTracker()
-    for keys, value in flatten(wanted):
+    for keys, value in tc.flatten(wanted):
         current = get_path(doc.data, keys)
         if doc.set(keys, value):
             # (type, value): 1 and true are equal in Python but not in TOML.
@@ -48,3 +56,64 @@ def runtime_binary(text, name="runc"):
     except (TomlEditError, cc.ConfigError):
         return None
     return binary if isinstance(binary, str) and binary else None
+
+
+def converge(files, args, check_mode, diff_mode):
+    """The toolkit_config task on validated ``args``, reading and writing through ``files`` (a
+    :class:`~.node_files.NodeFiles`): its result."""
+    host_root = args["host_root"] or "/"
+    path = normalize_host_path(args["path"] or tc.default_path(args["install_dir"]))
+    # Everything this task reads, in one round trip: the file, containerd's config, ldconfig's candidates.
+    present = args["state"] == "present"
+    read, existing, texts = files.read_many(
+        # The parent directories too: the missing ones are what a new file's write creates.
+        host_root, [path],
+        exist=(tc.driver_root_probes(args["driver_root"]) + tc.ldconfig_candidates(args["driver_root"])
+               + parent_dirs(path)) if present else [],
+        texts=[args["containerd_config"]] if present and not args["runtimes"] else [])
+    node_file = read[0]
+    out = {"path": node_file.host_path, "changes": []}
+    if node_file.link_note():
+        out["symlinks"] = [node_file.link_note()]
+    if args["state"] == "absent":
+        changed = files.remove(node_file, check_mode)
+        out.update(changed=changed, changes=["%s: present (removed)" % node_file.host_path] if changed else [])
+        # The directories the first write made for it go too, each only when it is empty.
+        record = edit_journal.created_record(node_file.text) if changed else None
+        if record is not None:
+            dirs = sorted(record[1], key=lambda d: (-d.count("/"), d))
+            out["removed_dirs"] = files.remove_empty_dirs(host_root, dirs, check_mode)
+            out["changes"].extend("directory %s: created by this module (%s)" % (
+                d, "removed" if d in out["removed_dirs"] else "removed when empty" if check_mode else "kept: not empty")
+                for d in dirs)
+        if changed and diff_mode:
+            out["diff"] = [text_diff(node_file.host_path, node_file.text, node_file.host_path, None)]
+        return out
+    driver_root, driver_root_source = tc.choose_driver_root(args["driver_root"], existing)
+    ldconfig, ldconfig_source = tc.choose_ldconfig(args["ldconfig"], driver_root, existing)
+    runc_binary = None
+    if not args["runtimes"]:
+        runc_binary = runtime_binary(texts[0])
+    wanted = tc.wanted_settings(
+        install_dir=args["install_dir"],
+        driver_root=driver_root,
+        ldconfig=ldconfig,
+        mode=args["runtime_mode"],
+        runtimes=tc.low_level_runtimes(args["runtimes"], runc_binary),
+        default_kind=args["default_kind"],
+        annotation_prefixes=args["annotation_prefixes"],
+        spec_dirs=args["spec_dirs"],
+        settings=args["settings"],
+    )
+    plan = edit(node_file.text, wanted, name=node_file.host_path)
+    if not node_file.exists:
+        plan["text"] = edit_journal.created_line(missing_dirs(path, existing)) + "\n" + plan["text"]
+    changed, backup_file = files.write(node_file, plan["text"], check_mode, backup=args["backup"], mode="0644")
+    out.update(changed=changed, changes=plan["changes"], ldconfig=ldconfig, ldconfig_source=ldconfig_source,
+               driver_root=driver_root, driver_root_source=driver_root_source,
+               settings=plan["settings"])
+    if backup_file:
+        out["backup_file"] = backup_file
+    if changed and diff_mode:
+        out["diff"] = [text_diff(node_file.host_path, node_file.text, node_file.host_path, plan["text"])]
+    return out

@@ -9,6 +9,21 @@ from ansible_runner import REPO, recap, run_playbook
 
 PLAYBOOKS = REPO / "playbooks"
 TOOLKIT_CONFIG = "/usr/local/nvidia/toolkit/.config/nvidia-container-runtime/config.toml"
+REPORT_PLAYBOOK = """
+- name: Provision, then report what the toolkit role registered
+  hosts: localhost
+  gather_facts: false
+  roles: [gpu_node.container_toolkit.gpu_node]
+  post_tasks:
+    - name: Write the report
+      ansible.builtin.copy:
+        dest: "{{ report }}"
+        mode: "0644"
+        content: >-
+          {{ {"config": toolkit_config_result, "install_changed": toolkit_install_result is changed,
+              "install_changes": toolkit_install_result.changes,
+              "binaries_changed": gpu_node__runtime_binaries_changed | bool} | to_json }}
+"""
 
 
 def _site(node, artifacts, extra_args=(), **extra):
@@ -152,5 +167,36 @@ def test_drift_after_the_look_is_still_repaired(fake_node_factory, tmp_path):
     # The same settings; its first line records the directories this write created, none this time.
     assert toolkit_config.read_text().splitlines()[1:] == config_bytes.decode().splitlines()[1:]
     assert kept.read_bytes() == provisioned
-    written = {task for task, module in runs if module in ("node_file_write", "persist_files")}
-    assert len(written) == 3, runs
+    # The toolkit's config in the install's run (the binaries are as listed: no payload), containerd's
+    # in its own task, the kept copy by persist_files.
+    assert sorted(module for _task, module in runs) == [
+        "cdi_spec", "node_file_write", "nvidia_driver_info", "persist_files", "toolkit_install"], runs
+
+
+def test_the_toolkit_config_is_written_in_the_install_run(fake_node_factory, tmp_path):
+    """With toolkit_src the config.toml costs no module run of its own; toolkit_config_result is
+    still the config write's result, and a config change alone asks containerd for no restart."""
+    node = fake_node_factory("cos")
+    artifacts = toolkit_artifacts.build_tree(tmp_path / "artifacts")
+    runs = _modules_run(node, artifacts, tmp_path, "converge")[1]
+    modules = [module for _task, module in runs]
+    assert modules.count("toolkit_install") == 1 and modules.count("node_file_write") == 1, runs
+    config = node.node_path("/home/kubernetes/bin/nvidia/toolkit/.config/nvidia-container-runtime/config.toml")
+    assert 'root = "/home/kubernetes/bin/nvidia"' in config.read_text()
+
+    # Only the config differs: written back, reported as toolkit_config's result, no binaries changed.
+    config.write_text(config.read_text().replace('root = "/home/kubernetes/bin/nvidia"', 'root = "/"'))
+    report = tmp_path / "report.json"
+    playbook = tmp_path / "report.yml"
+    playbook.write_text(REPORT_PLAYBOOK)
+    proc = run_playbook(playbook, extra_vars={
+        "gpu_node_host_root": str(node.root), "gpu_node_toolkit_src": str(artifacts),
+        "gpu_node_containerd_restart_mode": "none", "report": str(report)})
+    assert proc.returncode == 0, proc.stdout[-5000:]
+    assert 'root = "/home/kubernetes/bin/nvidia"' in config.read_text()
+    found = json.loads(report.read_text())
+    assert found["config"]["changed"] and found["config"]["path"].endswith("/config.toml"), found
+    assert found["config"]["changes"] == ["nvidia-container-cli.root: '/' -> '/home/kubernetes/bin/nvidia'"], found
+    assert found["install_changed"] and found["install_changes"] == [] and not found["binaries_changed"], found
+    # The install's task (for its config) and the report's copy; nothing else.
+    assert recap(proc.stdout)["localhost"]["changed"] == 2, proc.stdout[-5000:]

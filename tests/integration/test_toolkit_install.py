@@ -292,3 +292,52 @@ def test_wrong_arguments_are_refused_before_anything_is_read(cos_node, tmp_path)
     bad = run_module("toolkit_install", {"host_root": str(cos_node.root), "state": "gone"})
     assert bad["_rc"] != 0 and "value of state must be one of: present, absent, got: gone" in bad["msg"], bad
     assert sorted(str(p) for p in cos_node.root.rglob("*")) == before
+
+
+# --- config: the toolkit's config.toml in the same module run ------------------------------
+
+def test_config_is_written_in_the_install_run_as_toolkit_config_writes_it(cos_node, tmp_path):
+    tree = ta.build_tree(tmp_path / "artifacts")
+    config = {"driver_root": "/home/kubernetes/bin/nvidia", "runtime_mode": "cdi",
+              "settings": {"nvidia-container-cli": {"debug": "/var/log/nvidia-container-toolkit.log"}}}
+    results = four_runs(args_for(cos_node, str(tree), config=config))
+    assert [r["config"]["changed"] for r in results] == [True, True, False, False]
+    assert results[1]["config"]["path"] == CONFIG and results[1]["config"]["driver_root"] == "/home/kubernetes/bin/nvidia"
+    written = cos_node.node_path(CONFIG).read_text()
+    assert 'mode = "cdi"' in written and 'debug = "/var/log/nvidia-container-toolkit.log"' in written
+
+    # The same file a toolkit_config task writes with the same options: it finds nothing to change.
+    alone = run_module("toolkit_config", dict(config, host_root=str(cos_node.root), install_dir=INSTALL))
+    assert alone["_rc"] == 0 and alone["changed"] is False, alone
+
+    # Only the config differs: the task changes, the install's own changes stay empty.
+    cos_node.node_path(CONFIG).write_text(written.replace('mode = "cdi"', 'mode = "legacy"'))
+    result = run_module("toolkit_install", args_for(cos_node, str(tree), config=config), diff=True)
+    assert result["_rc"] == 0 and result["changed"] and result["changes"] == [], result
+    assert result["config"]["changes"] == ["nvidia-container-runtime.mode: 'legacy' -> 'cdi'"], result
+    assert '-mode = "legacy"' in result["_diff_text"] and '+mode = "cdi"' in result["_diff_text"], result["_diff_text"]
+    assert cos_node.node_path(CONFIG).read_text() == written
+
+
+def test_config_with_a_wrong_option_or_state_absent_is_refused(cos_node, tmp_path):
+    tree = ta.build_tree(tmp_path / "artifacts")
+    before = sorted(str(p) for p in cos_node.root.rglob("*"))
+    bad = run_module("toolkit_install", args_for(cos_node, str(tree), config={"runtime_mode": "fast"}))
+    assert bad["_rc"] != 0 and bad["msg"].startswith("config: ") and "runtime_mode" in bad["msg"], bad
+    own = run_module("toolkit_install", args_for(cos_node, str(tree), config={"install_dir": "/opt"}))
+    assert own["_rc"] != 0 and "install_dir" in own["msg"], own
+    absent = run_module("toolkit_install", {"host_root": str(cos_node.root), "install_dir": INSTALL,
+                                            "state": "absent", "config": {}})
+    assert absent["_rc"] != 0 and "config is for state=present" in absent["msg"], absent
+    assert sorted(str(p) for p in cos_node.root.rglob("*")) == before
+
+
+def test_a_config_that_cannot_be_edited_is_left_and_nothing_is_installed(cos_node, tmp_path):
+    tree = ta.build_tree(tmp_path / "artifacts")
+    path = cos_node.node_path(CONFIG)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"[nvidia-container-cli\nroot = \n")
+    result = run_module("toolkit_install", args_for(cos_node, str(tree), config={}))
+    assert result["_rc"] != 0 and CONFIG in result["msg"], result
+    assert path.read_bytes() == b"[nvidia-container-cli\nroot = \n"
+    assert installed(cos_node) == [".config"]  # the config's own directory: no binaries

@@ -575,3 +575,72 @@ def test_the_payload_is_removed_when_the_install_fails(node, monkeypatch, tmp_pa
                              checksum=["sha256:" + "0" * 64], _ansible_tmpdir=str(task_tmp))
     assert failed and "checksum" in result["msg"]
     assert not task_tmp.exists() and result["payload_removed"] is True
+
+
+CONFIG = INSTALL + "/.config/nvidia-container-runtime/config.toml"
+
+
+def test_config_write_goes_in_after_the_install(node, monkeypatch):
+    text = '[nvidia-container-cli]\nroot = "/home/kubernetes/bin/nvidia"\n'
+    result, failed = install(node, monkeypatch, config_write={"path": CONFIG, "content": text, "expect_absent": True})
+    assert not failed and result["changed"], result
+    assert node.node_path(CONFIG).read_text() == text
+    assert stat.S_IMODE(os.stat(node.node_path(CONFIG)).st_mode) == 0o644
+    written = result["config_write"]
+    assert written["changed"] and written["path"] == CONFIG
+    assert written["dirs_created"] == [INSTALL + "/.config", INSTALL + "/.config/nvidia-container-runtime"]
+    # The install's own changes do not name the config: they say whether the binaries changed.
+    assert CONFIG not in [change["path"] for change in result["changes"]]
+
+    again, failed = install(node, monkeypatch, config_write={"path": CONFIG, "content": text, "expect_absent": True})
+    assert not failed and not again["changed"] and not again["config_write"]["changed"] and again["changes"] == []
+
+
+def test_config_write_alone_changes_the_task_not_the_install(node, monkeypatch):
+    install(node, monkeypatch)
+    result, failed = install(node, monkeypatch, config_write={"path": CONFIG, "content": "a = 1\n"})
+    assert not failed and result["changed"] and result["changes"] == [] and result["config_write"]["changed"]
+
+
+def test_config_changed_meanwhile_fails_after_the_install_and_is_kept(node, monkeypatch):
+    install(node, monkeypatch, config_write={"path": CONFIG, "content": "a = 1\n"})
+    node.node_path(CONFIG).write_text("edited = true\n")
+    stale = hashlib.sha256(b"a = 1\n").hexdigest()
+    result, failed = install(node, monkeypatch, config_write={"path": CONFIG, "content": "a = 2\n", "backup": True,
+                                                              "expect_sha256": stale})
+    assert failed and "the toolkit is installed, but its config %s was not written" % CONFIG in result["msg"]
+    assert "changed on the node" in result["msg"]
+    assert node.node_path(CONFIG).read_text() == "edited = true\n"
+    assert listing(node.node_path(INSTALL + "/.config/nvidia-container-runtime")) == ["config.toml"]
+
+
+def test_config_write_keeps_a_backup(node, monkeypatch):
+    install(node, monkeypatch, config_write={"path": CONFIG, "content": "a = 1\n"})
+    result, failed = install(node, monkeypatch, config_write={"path": CONFIG, "content": "a = 2\n", "backup": True,
+                                                              "expect_sha256": hashlib.sha256(b"a = 1\n").hexdigest()})
+    assert not failed and result["config_write"]["backup_file"].startswith(CONFIG + ".")
+    assert node.node_path(result["config_write"]["backup_file"]).read_text() == "a = 1\n"
+    assert node.node_path(CONFIG).read_text() == "a = 2\n"
+
+
+def test_config_write_waits_for_the_payload(node, monkeypatch):
+    """When the install differs from what the action expected, nothing is written, the config neither."""
+    install(node, monkeypatch)
+    expected = _expected_from(node)
+    with open(node.node_path(INSTALL + "/nvidia-ctk.real"), "wb") as handle:
+        handle.write(b"#!/bin/sh\necho replaced\n")
+    result, failed = install(node, monkeypatch, src=[], expected=expected,
+                             config_write={"path": CONFIG, "content": "a = 1\n", "expect_absent": True})
+    assert not failed and result["payload_needed"] and "config_write" not in result
+    assert not node.node_path(CONFIG).exists()
+
+
+def test_config_write_in_check_mode_writes_nothing(node, monkeypatch):
+    result, failed = install(node, monkeypatch, check=True, config_write={"path": CONFIG, "content": "a = 1\n"})
+    assert not failed and result["changed"] and result["config_write"]["changed"]
+    assert not node.node_path(INSTALL).exists()
+
+
+def test_config_write_that_is_not_what_the_action_sends_fails(node, monkeypatch):
+    result, failed = install(node, monkeypatch, config_write={"content": "a = 1\n"})
+    assert failed and "config_write is not what the action plugin sends: no path" in result["msg"]

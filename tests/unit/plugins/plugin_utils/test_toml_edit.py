@@ -233,3 +233,19 @@ def test_missing_or_old_tomlkit_is_one_clear_error(monkeypatch):
     monkeypatch.setattr(toml_edit, "TOMLKIT_VERSION", "0.11.8")
     with pytest.raises(TomlEditError, match=r"tomlkit 0.11.8 is installed.*needs tomlkit >= 0.14.*pip install -r"):
         load("x = 1", "t")
+
+
+class _TemplatedStr(str):
+    """What ansible-core 2.19 can pass for a templated value: a subclass of str."""
+
+
+class _TemplatedList(list):
+    pass
+
+
+def test_a_templated_value_equal_to_the_file_is_no_change():
+    doc = TomlDocument('[nvidia-container-runtime]\nmode = "auto"\nruntimes = ["runc"]\n', "config.toml")
+    assert doc.set(("nvidia-container-runtime", "mode"), _TemplatedStr("auto")) is False
+    assert doc.set(("nvidia-container-runtime", "runtimes"), _TemplatedList([_TemplatedStr("runc")])) is False
+    assert doc.set(("nvidia-container-runtime", "mode"), _TemplatedStr("cdi")) is True
+    assert type(doc.data["nvidia-container-runtime"]["mode"]) is str and 'mode = "cdi"' in doc.text
