@@ -326,9 +326,9 @@ def get_path(data, path):
 def plain(value):
     """``value`` as the plain Python types a parsed file holds: a value templated by Ansible can be
     a subclass of ``str``, ``list`` or ``dict``, and the edit tells TOML's types apart by type."""
-    for kind in (bool, int, float, str):
+    for kind, convert in ((bool, bool), (int, int), (float, float), (str, str.__str__)):
         if isinstance(value, kind):
-            return value if type(value) is kind else kind(value) if kind is not str else str.__str__(value)
+            return convert(value)
     if isinstance(value, dict):
         return {plain(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -248,4 +248,4 @@ def test_a_templated_value_equal_to_the_file_is_no_change():
     assert doc.set(("nvidia-container-runtime", "mode"), _TemplatedStr("auto")) is False
     assert doc.set(("nvidia-container-runtime", "runtimes"), _TemplatedList([_TemplatedStr("runc")])) is False
     assert doc.set(("nvidia-container-runtime", "mode"), _TemplatedStr("cdi")) is True
-    assert type(doc.data["nvidia-container-runtime"]["mode"]) is str and 'mode = "cdi"' in doc.text
+    assert doc.data["nvidia-container-runtime"]["mode"].__class__ is str and 'mode = "cdi"' in doc.text
