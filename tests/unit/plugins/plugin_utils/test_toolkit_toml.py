@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 import tomlkit
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_fs, node_reads, node_write
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_config as tc
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toolkit_toml as tt
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import NodeFiles, parent_dirs
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlEditError
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "containerd"
@@ -94,3 +96,78 @@ def test_bad_input(text, wanted, message):
 ])
 def test_runtime_binary(text, expected):
     assert tt.runtime_binary(text) == expected
+
+
+# --- converge: the toolkit_config task, answered from the look's read-ahead ----------------
+
+CONFIG_PATH = COS_ROOT + "/toolkit/.config/nvidia-container-runtime/config.toml"
+
+
+class _NoRoundTrips:
+    """An action whose node is never called: every read is in the read-ahead, every write deferred."""
+
+    def run_module(self, name, args, task_vars):
+        raise AssertionError("a round trip to the node: %s %r" % (name, args))
+
+
+def _converge(root, check_mode=False, diff_mode=False, **extra):
+    node = node_fs.NodeRoot(str(root))
+    exist = tc.driver_root_probes(COS_ROOT) + tc.ldconfig_candidates(COS_ROOT) + parent_dirs(CONFIG_PATH)
+    ahead = dict(node_reads.read_ahead(node, [CONFIG_PATH, "/etc/containerd/config.toml"], (), exist),
+                 host_root=str(root))
+    files = NodeFiles(_NoRoundTrips(), {}, ahead, defer_writes=True)
+    args = dict({"host_root": str(root), "path": None, "install_dir": COS_ROOT + "/toolkit", "driver_root": COS_ROOT,
+                 "ldconfig": "auto", "runtime_mode": "auto", "runtimes": None,
+                 "containerd_config": "/etc/containerd/config.toml", "default_kind": None,
+                 "annotation_prefixes": None, "spec_dirs": None, "settings": {}, "state": "present",
+                 "backup": False}, **extra)
+    return tt.converge(files, args, check_mode, diff_mode), files.deferred
+
+
+def _apply(root, request):
+    written = node_write.new_result(request["path"])
+    request = dict({name: spec.get("default") for name, spec in node_write.argument_spec().items()}, **request)
+    node_write.write(node_fs.NodeRoot(str(root)), request, written, False, None)
+    return written
+
+
+def test_converge_from_the_read_ahead_defers_its_one_write(tmp_path):
+    root = tmp_path / "node"
+    (root / "etc" / "containerd").mkdir(parents=True)
+    (root / "etc" / "containerd" / "config.toml").write_text(
+        'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\nBinaryName = "/usr/bin/runc"\n')
+    (root / COS_ROOT.lstrip("/") / "lib64").mkdir(parents=True)
+    (root / COS_ROOT.lstrip("/") / "lib64" / "libcuda.so.1").write_bytes(b"\x7fELF")
+
+    out, deferred = _converge(root, check_mode=True, diff_mode=True)
+    assert out["changed"] and deferred == [] and out["diff"][0]["before"] == ""
+    assert not (root / CONFIG_PATH.lstrip("/")).exists()
+
+    out, deferred = _converge(root, diff_mode=True, settings={"nvidia-container-cli": {"debug": "/var/log/ctk.log"}})
+    assert out["changed"] and out["driver_root"] == COS_ROOT and out["settings"]["nvidia-container-runtime"]["runtimes"] == [
+        "/usr/bin/runc"]
+    (request,) = deferred
+    assert request["path"] == CONFIG_PATH and request["expect_absent"] and request["mode"] == "0644"
+    # The file's first line records the directories its write creates, for state=absent.
+    assert request["content"].startswith("# gpu_node.container_toolkit: created")
+    assert _apply(root, request)["dirs_created"] == [COS_ROOT + "/toolkit", COS_ROOT + "/toolkit/.config",
+                                                     COS_ROOT + "/toolkit/.config/nvidia-container-runtime"]
+
+    again, deferred = _converge(root, settings={"nvidia-container-cli": {"debug": "/var/log/ctk.log"}})
+    assert not again["changed"] and again["changes"] == [] and deferred == []
+
+    edited, deferred = _converge(root, runtime_mode="cdi", backup=True)
+    (request,) = deferred
+    assert edited["changes"][0] == "nvidia-container-runtime.mode: 'auto' -> 'cdi'" and request["backup"]
+    assert request["expect_sha256"] and "debug" in request["content"]  # a key set before is kept
+
+
+def test_converge_refuses_a_file_it_cannot_edit(tmp_path):
+    root = tmp_path / "node"
+    config = root / CONFIG_PATH.lstrip("/")
+    config.parent.mkdir(parents=True)
+    config.write_text("[nvidia-container-cli\n")
+    with pytest.raises(tt.REFUSALS) as refused:
+        _converge(root)
+    assert CONFIG_PATH in str(refused.value)
+    assert config.read_text() == "[nvidia-container-cli\n"
