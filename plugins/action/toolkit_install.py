@@ -24,7 +24,6 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
     toolkit_layout,
     toolkit_source,
 )
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_config as tc
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toolkit_toml
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import (
@@ -105,8 +104,8 @@ class ActionModule(NodeActionBase):
         result["config"] = out
         result["changed"] = bool(result.get("changed")) or out["changed"]
         if out.get("diff"):
-            result["diff"] = [result["diff"]] if isinstance(result.get("diff"), dict) else list(result.get("diff") or [])
-            result["diff"].extend(out.pop("diff"))
+            # The install's diff (a dict, always returned), then the config's text diff.
+            result["diff"] = [result["diff"]] + out.pop("diff")
         return result
 
     def _config(self, args, read_ahead, task_vars):
@@ -121,9 +120,9 @@ class ActionModule(NodeActionBase):
         validated = ArgumentSpecValidator(argument_specs.toolkit_install_config()).validate(options)
         if validated.error_messages:
             raise AnsibleActionFail("config: %s" % "; ".join(validated.error_messages))
+        # No config_path: toolkit_config's own default, the path the wrappers point at.
         config_args = dict(validated.validated_parameters, host_root=args["host_root"], read_ahead=read_ahead,
-                           state="present", install_dir=args["install_dir"],
-                           path=args["config_path"] or tc.default_path(args["install_dir"]))
+                           state="present", install_dir=args["install_dir"], path=args["config_path"])
         # The write joins the install's run: one round trip for both.
         files = NodeFiles(self, task_vars, read_ahead, defer_writes=True)
         out = toolkit_toml.converge(files, config_args, self.check_mode, self.diff_mode)

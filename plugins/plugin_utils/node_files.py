@@ -11,8 +11,9 @@ The one place where the collection's action plugins touch node files:
 - ``write``: only when the bytes differ; one ``node_file_write`` run (or, deferred, part of
   another module's run), which writes a temporary file in the target's directory and renames it
   over the target, keeps the existing file's mode and owner, makes a timestamped backup with
-  ``backup`` and runs ``validate`` (``%s`` is the new file) first. It is a compare-and-swap on what ``read`` found, under the node's lock, so an
-  edit another run made between this task's read and its write is never overwritten.
+  ``backup`` and runs ``validate`` (``%s`` is the new file) first. It is a compare-and-swap on
+  what ``read`` found, under the node's lock, so an edit another run made between this task's
+  read and its write is never overwritten.
 - ``remove``: ``ansible.builtin.file`` with ``state: absent``; ``remove_empty_dirs``: ``rmdir``,
   which leaves a directory with anything in it alone.
 - check mode writes nothing; ``--diff`` entries come from ``module_utils.node_fs.text_diff``.
