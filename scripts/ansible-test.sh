@@ -6,6 +6,12 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/env.sh
 . "$repo/scripts/env.sh"
+# ANSIBLE_TEST_VENV: another venv's ansible-test and Python (scripts/compat.sh runs the oldest
+# ansible-core's this way); default .venv.
+if [ -n "${ANSIBLE_TEST_VENV:-}" ]; then
+  export PATH="$ANSIBLE_TEST_VENV/bin:$PATH"
+fi
+echo "--- ansible-test of ansible-core $(python -c 'import ansible.release; print(ansible.release.__version__)') on Python $(python -c 'import platform; print(platform.python_version())')"
 
 # ansible-test keeps its sanity venvs and its pip bootstrap under ~/.ansible/test, whatever
 # ANSIBLE_HOME says, and runs pip with only HOME and PATH from the environment: it gets a home of

@@ -15,6 +15,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+fail() { echo "$*" >&2; exit 1; }
 ansible-galaxy collection build --force --output-path "$work/dist" . >/dev/null
 tarball=$(ls "$work"/dist/gpu_node-container_toolkit-*.tar.gz)
 echo "built $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB)"
@@ -57,6 +58,37 @@ extra=$(printf '{"gpu_node_hosts": "localhost", "gpu_node_host_root": "%s", "gpu
 config="$node/etc/containerd/config.toml"
 cp -p "$config" "$work/config.toml.orig"
 
+# What Galaxy and the `ansible` package check before they take a collection: Galaxy's importer (its
+# ansible-lint run included) and antsibull-docs' docs linter, on the tarball and on the installed copy.
+# Each must report nothing: no error and no warning.
+publish_venv="$repo/.cache/publish"
+publish_req="$repo/tests/requirements-publish.txt"
+publish_stamp="$publish_venv/.installed-$(sha256sum <"$publish_req" | cut -c1-16)"
+if [ ! -e "$publish_stamp" ]; then
+  rm -rf "$publish_venv"
+  "$repo/.venv/bin/python" -m venv "$publish_venv"
+  "$publish_venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade -r "$publish_req" \
+    >"$repo/.cache/logs/pip-publish.log" 2>&1 || { tail -n 30 "$repo/.cache/logs/pip-publish.log"; fail "installing $publish_req failed"; }
+  touch "$publish_stamp"
+fi
+printf '[galaxy-importer]\nRUN_ANSIBLE_TEST = False\nRUN_ANSIBLE_LINT = True\n' >"$work/galaxy-importer.cfg"
+mkdir -p "$work/importer"
+if ! (cd "$work/importer" && PATH="$publish_venv/bin:$PATH" GALAXY_IMPORTER_CONFIG="$work/galaxy-importer.cfg" \
+      "$publish_venv/bin/python" -m galaxy_importer.main "$tarball" >"$work/importer.log" 2>&1); then
+  tail -n 40 "$work/importer.log"
+  fail "galaxy-importer failed on $(basename "$tarball")"
+fi
+if grep -E '^(WARNING|ERROR)' "$work/importer.log"; then
+  fail "galaxy-importer reported the errors or warnings above"
+fi
+echo "galaxy-importer $("$publish_venv/bin/python" -c 'import importlib.metadata as m; print(m.version("galaxy-importer"))'): no error, no warning"
+if ! docs_lint=$(cd "$installed" && PATH="$publish_venv/bin:$PATH" antsibull-docs lint-collection-docs --plugin-docs . 2>&1) ||
+   [ -n "$docs_lint" ]; then
+  echo "$docs_lint"
+  fail "antsibull-docs lint-collection-docs --plugin-docs reported the above"
+fi
+echo "antsibull-docs lint-collection-docs --plugin-docs: clean"
+
 # Every entry under the node: type, mode, owner, size, mtime, device numbers, link target, content.
 snapshot() {
   (cd "$1" && find . -printf '%p %y %m %U:%G %s %T@ %l\n' | LC_ALL=C sort &&
@@ -77,7 +109,6 @@ play() {
   echo "$name: ${recap#*: }"
 }
 count() { sed -nE "s/.* $1=([0-9]+).*/\1/p" <<<"$recap"; }
-fail() { echo "$*" >&2; exit 1; }
 
 snapshot "$node" >"$work/before.txt"
 play check gpu_node.container_toolkit.site --check --diff

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Both ends of each controller dependency range in requirements.txt, each in a venv of its own
-# under .cache/compat:
-#   newest  pip install --upgrade -r requirements.txt, as a user would, then the test-only packages
-#   oldest  the same with -c tests/constraints-oldest.txt, which pins every range's minimum
-# Each runs the TOML/containerd/toolkit-config tests and the site.yml tests (converge, idempotence,
-# --check, uninstall) on simulated COS nodes. The two runs go side by side (COMPAT_SERIAL=1: one
-# after the other, output as it comes); COMPAT_RUNS="oldest" runs only that one.
+# under .cache/compat, each on a Python its ansible-core supports:
+#   newest         pip install --upgrade -r requirements.txt, as a user would, on Python 3.13
+#   newest-py3.12  the same on Python 3.12 (Ubuntu 24.04's)
+#   oldest         the same with -c tests/constraints-oldest.txt, which pins every range's minimum
+#                  (ansible-core 2.16.0), on Python 3.11
+# then the test-only packages. Each runs the TOML/containerd/toolkit-config tests and the site.yml
+# tests (converge, idempotence, --check, uninstall, a node Python too old) on simulated COS nodes;
+# "oldest" also runs its ansible-test sanity and units (the newest end's run in the ansible-test
+# stage, on .venv). The runs go side by side (COMPAT_SERIAL=1: one after the other, output as it
+# comes); COMPAT_RUNS="oldest" runs only that one.
 # The venvs are reused: "oldest" while requirements, constraints and test pins are unchanged,
-# "newest" also only while `pip install --dry-run` finds no newer release of anything in it.
-# COMPAT_NEWEST_PYTHON / COMPAT_OLDEST_PYTHON pick each run's interpreter (default python3): which
-# ansible-core is newest depends on it (2.20 and later need Python >= 3.12).
+# the newest ones also only while `pip install --dry-run` finds no newer release of anything in them.
+# COMPAT_NEWEST_PYTHON / COMPAT_PY312_PYTHON / COMPAT_OLDEST_PYTHON name another interpreter for a
+# run (default: scripts/python.sh 3.13, 3.12, 3.11).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo" || exit 1
@@ -21,7 +25,7 @@ tests=(tests/unit/plugins/plugin_utils tests/unit/plugins/module_utils
        tests/integration/test_containerd_runtime.py tests/integration/test_toolkit_config.py
        tests/integration/test_site.py tests/integration/test_cdi_refresh_units.py
        tests/integration/test_container_engines.py::test_engines_found_on_the_node_are_the_ones_configured)
-read -r -a runs <<<"${COMPAT_RUNS:-newest oldest}"
+read -r -a runs <<<"${COMPAT_RUNS:-newest newest-py3.12 oldest}"
 pip_opts=(--quiet --disable-pip-version-check)
 mkdir -p "$cache"
 
@@ -62,8 +66,9 @@ EOF
 
 interpreter() {
   case $1 in
-    newest) echo "${COMPAT_NEWEST_PYTHON:-python3}" ;;
-    oldest) echo "${COMPAT_OLDEST_PYTHON:-python3}" ;;
+    newest) echo "${COMPAT_NEWEST_PYTHON:-$(scripts/python.sh 3.13)}" ;;
+    newest-py3.12) echo "${COMPAT_PY312_PYTHON:-$(scripts/python.sh 3.12)}" ;;
+    oldest) echo "${COMPAT_OLDEST_PYTHON:-$(scripts/python.sh 3.11)}" ;;
   esac
 }
 
@@ -82,10 +87,14 @@ install_into() {
 prepare() {
   local run=$1 python key venv
   python=$(interpreter "$run")
+  if [ -z "$python" ]; then
+    echo "compat $run: no Python for it (scripts/python.sh)" >&2
+    return 1
+  fi
   key=$( { "$python" -c 'import sys; print(sys.version)' && cat requirements.txt && printf '%s\n' "${test_pkgs[@]}" &&
            if [ "$run" = oldest ]; then cat "$constraints"; fi; } | sha256sum | cut -c1-12) || return 1
   venv="$cache/$run-$key"
-  if [ -e "$venv/.complete" ] && [ "$run" = newest ]; then
+  if [ -e "$venv/.complete" ] && [ "$run" != oldest ]; then
     # A newer release of anything in the venv (direct or transitive) makes a fresh one.
     local report
     if report=$("$venv/bin/python" -m pip install "${pip_opts[@]}" --dry-run --report - --upgrade --upgrade-strategy eager \
@@ -102,7 +111,7 @@ prepare() {
   fi
   if [ ! -e "$venv/.complete" ]; then
     local stale
-    for stale in "$cache/$run"-*; do
+    for stale in "$cache/$run"-????????????; do
       [ -d "$stale" ] && rm -rf "$stale"
     done
     echo "compat $run: installing into $venv ($python)" >&2
@@ -133,7 +142,8 @@ if run == "oldest":
 EOF
 }
 
-# run_tests VENV RUN: the tests, with the venv's python, ansible-playbook and modules.
+# run_tests VENV RUN: the tests, with the venv's python, ansible-playbook and modules; for "oldest"
+# also its ansible-test.
 run_tests() {
   local venv=$1 run=$2 tmp rc
   tmp=$(mktemp -d "/tmp/compat-$run.XXXXXX")
@@ -141,13 +151,16 @@ run_tests() {
     "$venv/bin/python" -m pytest -q --basetemp="$tmp/pytest" "${tests[@]}"
   rc=$?
   rm -rf "$tmp"
+  if [ "$run" = oldest ]; then
+    ANSIBLE_TEST_VENV="$venv" scripts/ansible-test.sh || rc=1
+  fi
   return $rc
 }
 
 declare -A venv_of status_of
 failed=0
 for run in "${runs[@]}"; do
-  case $run in newest|oldest) ;; *) echo "compat: unknown run $run (newest, oldest)" >&2; exit 2 ;; esac
+  case $run in newest|newest-py3.12|oldest) ;; *) echo "compat: unknown run $run (newest, newest-py3.12, oldest)" >&2; exit 2 ;; esac
   start=$SECONDS
   venv_of[$run]=$(prepare "$run") || { status_of[$run]="venv failed"; failed=1; continue; }
   echo "compat $run: venv ready ($((SECONDS - start)) s)"

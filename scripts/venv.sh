@@ -6,11 +6,15 @@
 # stamp, and the test set includes the demo's, so the tests install theirs on top.
 # pip's whole output goes to .cache/logs/pip-<file>.log; the terminal gets the packages it
 # collects and installs, and the log's tail when pip fails.
+# Its Python is $PYTHON, else the newest that the newest ansible-core runs on (3.14, 3.13, 3.12, found
+# by scripts/python.sh), else python3: so the suite runs on the newest ansible-core wherever the
+# machine has such a Python (ansible-core 2.20 and later need 3.12; on 3.11 pip resolves 2.19).
+# A .venv made with another Python is made again.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 venv="$repo/.venv"
 req="${1:-requirements-test.txt}"
-python=${PYTHON:-python3}
+python=${PYTHON:-$("$repo/scripts/python.sh" 3.14 3.13 3.12 2>/dev/null || echo python3)}
 
 # included FILE: FILE and the requirement files it includes, recursively (paths relative to it).
 included() {
@@ -21,6 +25,11 @@ included() {
   done < <(sed -n -E 's/^[[:space:]]*(-r|--requirement)[[:space:]=]+([^[:space:]#]+).*/\2/p' "$file")
 }
 
+version_of() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])'; }
+if [ -x "$venv/bin/python" ] && [ "$(version_of "$venv/bin/python")" != "$(version_of "$python")" ]; then
+  echo "the virtual environment $venv is Python $(version_of "$venv/bin/python"), not $(version_of "$python"): making it again"
+  rm -rf "$venv"
+fi
 if [ ! -x "$venv/bin/python" ]; then
   echo "creating the virtual environment $venv ($("$python" --version 2>&1))..."
   "$python" -m venv "$venv"
@@ -45,7 +54,8 @@ if [ ! -e "$stamp" ]; then
     fi
   }
   pip_step install --upgrade pip
-  pip_step install -r "$repo/$req"
+  # --upgrade: the newest releases the ranges admit, as a user's fresh `pip install` gets them.
+  pip_step install --upgrade -r "$repo/$req"
   touch "$stamp"
   echo "Python packages from $req installed in $((SECONDS - start)) s"
 fi

@@ -24,7 +24,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
     toolkit_layout,
     toolkit_source,
 )
-from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toolkit_toml
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import local_command, toolkit_toml
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import (
     NodeFiles,
@@ -76,7 +76,7 @@ class ActionModule(NodeActionBase):
                 except Exception as exc:
                     raise AnsibleActionFail("src %s not found on the controller: %s" % (src, to_native(exc))) from None
             toolkit_source.verify_checksum(path, src, expected)
-            trees.append(toolkit_source.read_source(path, src))
+            trees.append(toolkit_source.read_source(path, local_command.run_tool, src))
         return toolkit_source.merge(trees)
 
     refusals = (toolkit_source.SourceError,) + toolkit_toml.REFUSALS

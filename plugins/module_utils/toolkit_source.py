@@ -18,15 +18,17 @@ earlier in the same source, and becomes a file with that file's data and mode; a
 anything else is refused. (A ``newc`` cpio stream, as ``rpm2cpio`` writes it, gives the data
 with the last name of an inode; names whose inode never gets data are an empty file. In a
 directory every name is read as the file it is.)
+
+Commands (``zstd``, ``rpm2cpio``) run through the caller's ``run_tool(name, argv, data)``, which
+returns ``(rc, stdout, stderr)`` as bytes, or None when ``name`` is not installed: on the node
+that is ``AnsibleModule.run_command``, on the controller :mod:`plugin_utils.local_command`.
 """
 
 from __future__ import annotations
 
 import io
 import os
-import shutil
 import stat
-import subprocess
 import tarfile
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import archive_safety, node_fs
@@ -137,25 +139,25 @@ def read_ar(data, label):
     return entries
 
 
-def _run_tool(name, argv, label, why, data=None):
-    tool = shutil.which(name)
-    if not tool:
+def _output_of(run_tool, name, argv, label, why, data=None):
+    ran = run_tool(name, argv, data)
+    if ran is None:
         raise SourceError("%s %s: install the %s command where src is read (the controller, or the node with "
                           "remote_src)" % (label, why, name))
-    proc = subprocess.run([tool, *argv], input=data, capture_output=True, check=False)
-    if proc.returncode != 0 or not proc.stdout:
-        raise SourceError("%s could not read %s: %s" % (name, label, proc.stderr.decode(errors="replace").strip()))
-    return proc.stdout
+    rc, out, err = ran
+    if rc != 0 or not out:
+        raise SourceError("%s could not read %s: %s" % (name, label, err.decode(errors="replace").strip()))
+    return out
 
 
-def read_deb(data, label):
+def read_deb(data, label, run_tool):
     entries = read_ar(data, label)
     if "debian-binary" not in entries:
         raise SourceError("%s is an ar archive but not a Debian package (no debian-binary)" % label)
     for name, payload in entries.items():
         if name.startswith("data.tar"):
             if name.endswith(".zst"):
-                payload = _run_tool("zstd", ["-dc"], label, "is compressed with zstd", data=payload)
+                payload = _output_of(run_tool, "zstd", ["-dc"], label, "is compressed with zstd", data=payload)
             return read_tar(io.BytesIO(payload), "%s (%s)" % (label, name))
     raise SourceError("%s has no data.tar member" % label)
 
@@ -202,15 +204,16 @@ def read_cpio(data, label):
     return tree
 
 
-def read_rpm(path, label=None):
+def read_rpm(path, run_tool, label=None):
     label = label or path
     why = "is an RPM package, read with rpm2cpio (Debian/Ubuntu package rpm2cpio or rpm)"
-    return read_cpio(_run_tool("rpm2cpio", [path], label, why), label)
+    return read_cpio(_output_of(run_tool, "rpm2cpio", [path], label, why), label)
 
 
-def read_source(path, label=None):
+def read_source(path, run_tool, label=None):
     """The tree of the directory, ``.deb``, ``.rpm`` or tarball at ``path`` (told by content, not
-    name). ``label``: how messages name it (the ``src`` item as the user wrote it)."""
+    name). ``label``: how messages name it (the ``src`` item as the user wrote it); ``run_tool``:
+    how a package's command runs (see the module's docstring)."""
     label = label or path
     if os.path.isdir(path):
         return read_directory(path, label)
@@ -218,9 +221,9 @@ def read_source(path, label=None):
         with open(path, "rb") as handle:
             head = handle.read(8)
             if head.startswith(AR_MAGIC):
-                return read_deb(head + handle.read(), label)
+                return read_deb(head + handle.read(), label, run_tool)
             if head.startswith(RPM_MAGIC):
-                return read_rpm(path, label)
+                return read_rpm(path, run_tool, label)
             handle.seek(0)
             return read_tar(handle, label)
     except OSError as exc:

@@ -5,8 +5,6 @@
 
 # The work is done by the action plugin of the same name (plugins/action/containerd_runtime.py).
 
-from __future__ import annotations
-
 DOCUMENTATION = r"""
 module: containerd_runtime
 short_description: Register the NVIDIA runtimes in containerd's configuration, keeping the file intact
@@ -322,6 +320,8 @@ removed_backups:
   sample: [/etc/containerd/config.toml.4242.2024-01-01@10:00:00~]
 """
 
+# First of the collection's imports: it fails clearly on a node Python too old for the others.
+import ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_python  # noqa: F401  # pylint: disable=unused-import
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import argument_specs
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.action_module import action_only_main
 

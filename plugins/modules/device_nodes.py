@@ -3,8 +3,6 @@
 # Copyright: contributors to gpu_node.container_toolkit
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
-
 DOCUMENTATION = r"""
 module: device_nodes
 short_description: Create missing NVIDIA control device nodes
@@ -204,6 +202,8 @@ import posixpath
 
 from ansible.module_utils.basic import AnsibleModule
 
+# First of the collection's imports: it fails clearly on a node Python too old for the others.
+import ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_python  # noqa: F401  # pylint: disable=unused-import
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import (
     dev_char,
     device_nodes,

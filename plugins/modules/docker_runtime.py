@@ -5,8 +5,6 @@
 
 # The work is done by the action plugin of the same name (plugins/action/docker_runtime.py).
 
-from __future__ import annotations
-
 DOCUMENTATION = r"""
 module: docker_runtime
 short_description: Register the NVIDIA runtimes in Docker's daemon.json, keeping the file intact
@@ -243,6 +241,8 @@ removed_dirs:
   sample: [/etc/docker]
 """
 
+# First of the collection's imports: it fails clearly on a node Python too old for the others.
+import ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_python  # noqa: F401  # pylint: disable=unused-import
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.action_module import action_only_main
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.docker_config import argument_spec
 

@@ -3,8 +3,6 @@
 # Copyright: contributors to gpu_node.container_toolkit
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
-
 DOCUMENTATION = r"""
 module: node_file_write
 short_description: Write one text file on a node atomically, in one call
@@ -109,6 +107,8 @@ dirs_created:
 
 from ansible.module_utils.basic import AnsibleModule
 
+# First of the collection's imports: it fails clearly on a node Python too old for the others.
+import ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_python  # noqa: F401  # pylint: disable=unused-import
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_model, node_write
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import NodeFsError, NodeRoot
 

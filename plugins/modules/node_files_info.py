@@ -3,8 +3,6 @@
 # Copyright: contributors to gpu_node.container_toolkit
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
-
 DOCUMENTATION = r"""
 module: node_files_info
 short_description: Read several files on a node in one call, symlinks resolved inside host_root
@@ -96,6 +94,8 @@ existing:
 
 from ansible.module_utils.basic import AnsibleModule
 
+# First of the collection's imports: it fails clearly on a node Python too old for the others.
+import ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_python  # noqa: F401  # pylint: disable=unused-import
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_fs, node_model, node_reads
 
 

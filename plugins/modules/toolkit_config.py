@@ -5,8 +5,6 @@
 
 # The work is done by the action plugin of the same name (plugins/action/toolkit_config.py).
 
-from __future__ import annotations
-
 DOCUMENTATION = r"""
 module: toolkit_config
 short_description: Write the NVIDIA Container Toolkit's config.toml
@@ -214,6 +212,8 @@ removed_dirs:
   sample: [/usr/local/nvidia/toolkit/.config/nvidia-container-runtime, /usr/local/nvidia/toolkit/.config]
 """
 
+# First of the collection's imports: it fails clearly on a node Python too old for the others.
+import ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_python  # noqa: F401  # pylint: disable=unused-import
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import argument_specs
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.action_module import action_only_main
 

@@ -3,8 +3,6 @@
 # Copyright: contributors to gpu_node.container_toolkit
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-from __future__ import annotations
-
 DOCUMENTATION = r"""
 module: toolkit_install
 short_description: Install or remove the NVIDIA Container Toolkit's binaries with wrapper scripts
@@ -325,6 +323,8 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
+# First of the collection's imports: it fails clearly on a node Python too old for the others.
+import ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_python  # noqa: F401  # pylint: disable=unused-import
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import (
     argument_specs,
     mounts,
@@ -409,6 +409,13 @@ class Installer:
         if rc != 0:
             raise InstallError("remounting %s exec failed: %s" % (here, (err or out).strip()))
 
+    def run_tool(self, name, argv, data=None):
+        """toolkit_source's way to run a package's command (zstd, rpm2cpio) on the node."""
+        tool = self.module.get_bin_path(name)
+        if not tool:
+            return None
+        return self.module.run_command([tool, *argv], data=data, binary_data=True, encoding=None)
+
     def source_path(self, src):
         """Where to read ``src``: under host_root (links resolved there), except the action
         plugin's payload, which lies in this task's own temporary directory."""
@@ -435,7 +442,7 @@ class Installer:
             if not os.path.exists(path):
                 raise InstallError("src %s does not exist (looked at %s)" % (src, path))
             toolkit_source.verify_checksum(path, src, expected)
-            trees.append(toolkit_source.read_source(path, src))
+            trees.append(toolkit_source.read_source(path, self.run_tool, src))
         config_path = params["config_path"]
         entries, missing = toolkit_layout.wanted_install(
             toolkit_source.merge(trees), self.install_dir, params["low_level_runtime"],

@@ -7,8 +7,11 @@ import shutil
 import stat
 import subprocess
 
+import node_tree
+import old_python
 import pytest
 import toolkit_artifacts
+from ansible.release import __version__ as ansible_version
 from ansible_runner import REPO, recap, run_playbook
 from fakenode import GKE_CONTAINERD_CONFIG, upgrade_driver
 
@@ -19,6 +22,7 @@ TOOLKIT = "/home/kubernetes/bin/nvidia/toolkit"
 SPEC = "/var/run/cdi/management.nvidia.com-gpu.yaml"
 DOCKER_CONFIG = "/etc/docker/daemon.json"
 # Stands in for the daemon.json GKE writes at boot on COS images that run Docker.
+ANSIBLE_CORE = tuple(int(part) for part in ansible_version.split(".")[:2])
 GKE_DAEMON_JSON = (REPO / "tests" / "fixtures" / "docker" / "docker-docs-logging.json").read_text()
 
 
@@ -250,3 +254,22 @@ def test_cloud_init_snippet_and_unit(cos_site):
         unit_file.write_text(unit)
         proc = subprocess.run(["systemd-analyze", "verify", "--man=no", str(unit_file)], capture_output=True, text=True, check=False)
         assert "gpu-node-reapply.service" not in proc.stderr or "not executable" in proc.stderr, proc.stderr
+
+
+def test_a_node_python_too_old_fails_once_naming_it_before_anything_changes(cos_site):
+    """RHEL 8's platform-python is 3.6: the run stops at the first module, saying which Python and what to set."""
+    python36 = old_python.find(6)
+    if python36 is None:
+        pytest.skip("no Python 3.6 here (pyenv builds it on CI machines)")
+    node, extra = cos_site
+    before = node_tree.listing(node.root)
+    proc = run_playbook(PLAYBOOKS / "site.yml", extra_vars=dict(extra, ansible_python_interpreter=python36))
+    assert proc.returncode != 0 and recap(proc.stdout)["localhost"]["failed"] == 1, proc.stdout[-3000:]
+    assert node_tree.listing(node.root) == before
+    failures = [line for line in proc.stdout.splitlines() if line.startswith("fatal: [localhost]")]
+    assert len(failures) == 1, proc.stdout[-3000:]
+    if ANSIBLE_CORE < (2, 17):  # it still runs modules on 3.6, and ours stop with this
+        assert "needs Python 3.8 or later on the node, and this module ran with %s (Python 3.6." % python36 in failures[0]
+        assert "ansible_python_interpreter" in failures[0]
+    else:  # Ansible's own module wrapper no longer parses on 3.6
+        assert "SyntaxError" in failures[0], failures[0]

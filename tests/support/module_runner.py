@@ -1,6 +1,6 @@
 """Run a module's ``main()`` in-process with given arguments and return its result dict.
 
-Works with ansible-core 2.16 to 2.20: uses ``patch_module_args`` where it exists (2.19+),
+Works with ansible-core 2.16 and later: uses ``patch_module_args`` where it exists (2.19+),
 else the older ``_ANSIBLE_ARGS`` hook.
 """
 

@@ -101,8 +101,9 @@ def build_tree(root, version=VERSION, lib_dir=LIB_DIR_DEB, flat=False, only=None
     return root
 
 
-def build_debs(tree, outdir, version=VERSION):
-    """The four upstream packages as real ``.deb`` files (``dpkg-deb --build``)."""
+def build_debs(tree, outdir, version=VERSION, compression="xz"):
+    """The four upstream packages as real ``.deb`` files (``dpkg-deb --build``; NVIDIA's own are
+    xz, Ubuntu's zstd)."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     debs = []
@@ -128,7 +129,7 @@ def build_debs(tree, outdir, version=VERSION):
             else:
                 shutil.copy2(src, dst)
         deb = outdir / ("%s_%s-1_amd64.deb" % (package, version))
-        subprocess.run(["dpkg-deb", "--root-owner-group", "-Zxz", "--build", str(work), str(deb)],
+        subprocess.run(["dpkg-deb", "--root-owner-group", "-Z" + compression, "--build", str(work), str(deb)],
                        check=True, capture_output=True)
         debs.append(deb)
     return debs

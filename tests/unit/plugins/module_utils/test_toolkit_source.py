@@ -11,6 +11,7 @@ import pytest
 import toolkit_artifacts as ta
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_source as ts
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.local_command import run_tool
 
 
 def cpio_entry(name, mode, data=b"", ino=1, nlink=1):
@@ -92,15 +93,15 @@ def test_read_ar_and_errors():
 
 def test_read_deb_errors():
     with pytest.raises(ts.SourceError, match="not a Debian package"):
-        ts.read_deb(ar(("x", b"1")), "t.deb")
+        ts.read_deb(ar(("x", b"1")), "t.deb", run_tool)
     with pytest.raises(ts.SourceError, match=r"no data\.tar"):
-        ts.read_deb(ar(("debian-binary", b"2.0\n")), "t.deb")
+        ts.read_deb(ar(("debian-binary", b"2.0\n")), "t.deb", run_tool)
 
 
 def test_real_debs(tmp_path):
     tree = ta.build_tree(tmp_path / "tree")
     debs = ta.build_debs(tree, tmp_path / "debs")
-    merged = (ts.merge([ts.read_source(str(d)) for d in debs]))
+    merged = (ts.merge([ts.read_source(str(d), run_tool) for d in debs]))
     assert ts.read_member(merged["usr/bin/nvidia-ctk"]) == (tree / "usr/bin/nvidia-ctk").read_bytes()
     link = merged["usr/lib/x86_64-linux-gnu/libnvidia-container.so.1"]
     assert link == {"type": "symlink", "target": "libnvidia-container.so.%s" % ta.VERSION}
@@ -116,13 +117,27 @@ def test_zstd_deb(tmp_path):
     (root / "usr" / "bin" / "nvidia-ctk").write_text("x")
     subprocess.run(["dpkg-deb", "-Zzstd", "--build", str(root), str(tmp_path / "z.deb")], check=True,
                    capture_output=True)
-    assert (ts.read_source(str(tmp_path / "z.deb")))["usr/bin/nvidia-ctk"]["data"] == b"x"
+    assert (ts.read_source(str(tmp_path / "z.deb"), run_tool))["usr/bin/nvidia-ctk"]["data"] == b"x"
 
 
 def test_zstd_without_tool(monkeypatch):
-    monkeypatch.setattr(ts.shutil, "which", lambda name: None)
+    asked = []
     with pytest.raises(ts.SourceError, match="install the zstd command"):
-        ts.read_deb(ar(("debian-binary", b"2.0\n"), ("data.tar.zst", b"x")), "t.deb")
+        ts.read_deb(ar(("debian-binary", b"2.0\n"), ("data.tar.zst", b"x")), "t.deb",
+                    lambda name, argv, data: asked.append((name, argv, data)))
+    assert asked == [("zstd", ["-dc"], b"x")]
+
+
+def test_a_failing_tool_is_named_with_its_error():
+    with pytest.raises(ts.SourceError, match=r"zstd could not read t\.deb: bad magic"):
+        ts.read_deb(ar(("debian-binary", b"2.0\n"), ("data.tar.zst", b"x")), "t.deb",
+                    lambda name, argv, data: (1, b"", b"bad magic\n"))
+
+
+def test_the_controller_runner_finds_commands_on_path(monkeypatch):
+    assert run_tool("cat", [], b"through stdin") == (0, b"through stdin", b"")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert run_tool("cat", []) is None
 
 
 def test_real_rpm(tmp_path):
@@ -130,15 +145,14 @@ def test_real_rpm(tmp_path):
     rpm = ta.build_rpm(tree, tmp_path / "rpm")
     if rpm is None:
         pytest.skip("rpmbuild not installed")
-    members = (ts.read_source(str(rpm)))
+    members = (ts.read_source(str(rpm), run_tool))
     assert members["usr/bin/nvidia-container-cli"]["data"] == (tree / "usr/bin/nvidia-container-cli").read_bytes()
     assert members["usr/lib64/libnvidia-container-go.so.1"]["type"] == "symlink"
 
 
 def test_rpm_without_rpm2cpio(monkeypatch, tmp_path):
-    monkeypatch.setattr(ts.shutil, "which", lambda name: None)
     with pytest.raises(ts.SourceError, match="install the rpm2cpio command"):
-        ts.read_rpm(str(tmp_path / "x.rpm"))
+        ts.read_rpm(str(tmp_path / "x.rpm"), lambda name, argv, data: None)
 
 
 def test_broken_rpm(tmp_path):
@@ -147,15 +161,15 @@ def test_broken_rpm(tmp_path):
     path = tmp_path / "broken.rpm"
     path.write_bytes(ts.RPM_MAGIC + b"\0" * 100)
     with pytest.raises(ts.SourceError, match="rpm2cpio could not read"):
-        ts.read_source(str(path))
+        ts.read_source(str(path), run_tool)
 
 
 def test_directory_and_tar_round_trip(tmp_path):
     tree = ta.build_tree(tmp_path / "tree")
     os.link(tree / "usr/bin/nvidia-ctk", tree / "usr/bin/hard")
     tarball = ta.build_tarball(tree, tmp_path / "t.tar.bz2", compression="bz2")
-    from_dir = (ts.read_source(str(tree)))
-    from_tar = (ts.read_source(str(tarball)))
+    from_dir = (ts.read_source(str(tree), run_tool))
+    from_tar = (ts.read_source(str(tarball), run_tool))
     assert from_tar["usr/bin/hard"]["data"] == ts.read_member(from_dir["usr/bin/nvidia-ctk"])
     payload = tmp_path / "payload.tar"
     ts.write_payload(ts.merge([from_dir]), str(payload))
@@ -171,7 +185,7 @@ def test_tar_refuses(tmp_path, kind):
     tarball = ta.build_tarball(ta.build_tree(tmp_path / "tree"), tmp_path / "evil.tar", compression="",
                                extra=[ta.evil_member(kind)])
     with pytest.raises(ts.SourceError, match="refusing"):
-        ts.read_source(str(tarball))
+        ts.read_source(str(tarball), run_tool)
 
 
 def test_tar_hardlink_to_unknown_and_fifo(tmp_path):
@@ -198,7 +212,7 @@ def test_not_an_archive(tmp_path):
     path = tmp_path / "x.bin"
     path.write_bytes(b"just bytes, not a tarball at all" * 20)
     with pytest.raises(ts.SourceError, match="not a directory, a package or a readable tarball"):
-        ts.read_source(str(path))
+        ts.read_source(str(path), run_tool)
 
 
 def _tar(*infos):
@@ -240,9 +254,9 @@ def test_refusals_name_the_src_as_given(tmp_path):
     os.symlink("/etc/shadow", tmp_path / "d/evil")
     with pytest.raises(ts.SourceError, match=r"^refusing directory files/toolkit: symbolic link evil -> /etc/shadow "
                                              r"points outside the archive; nothing was written$"):
-        ts.read_source(str(tmp_path / "d"), "files/toolkit")
+        ts.read_source(str(tmp_path / "d"), run_tool, "files/toolkit")
     with pytest.raises(ts.SourceError, match=r"cannot read src missing\.tar: No such file"):
-        ts.read_source(str(tmp_path / "missing.tar"), "missing.tar")
+        ts.read_source(str(tmp_path / "missing.tar"), run_tool, "missing.tar")
 
 
 def test_checksums_pair_and_verify(tmp_path):

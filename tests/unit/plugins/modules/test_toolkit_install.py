@@ -17,6 +17,7 @@ from module_runner import run_module
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_source
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import NodeRoot
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import toolkit_install
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.local_command import run_tool
 
 INSTALL = "/home/kubernetes/bin/nvidia/toolkit"
 needs_unshare = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
@@ -415,6 +416,34 @@ def test_packages_are_read_on_the_node_too(node, monkeypatch):
     assert not failed and not result["changed"]
 
 
+@pytest.mark.skipif(not (shutil.which("zstd") and shutil.which("rpm2cpio") and shutil.which("rpmbuild")),
+                    reason="zstd, rpm2cpio and rpmbuild are in scripts/apt-packages.txt")
+def test_package_commands_run_on_the_node_through_run_command(node, monkeypatch):
+    tree = node.node_path("/var/lib/toolbox/toolkit")
+    debs = ta.build_debs(tree, node.node_path("/var/lib/toolbox/zst"), compression="zstd")
+    rpm = ta.build_rpm(ta.build_tree(node.node_path("/var/lib/toolbox/rpm-tree"), lib_dir=ta.LIB_DIR_RPM),
+                       node.node_path("/var/lib/toolbox/rpm"))
+    ran = []
+    real_run_command = toolkit_install.AnsibleModule.run_command
+
+    def run_command(self, args, **kwargs):
+        ran.append(os.path.basename(args[0]))
+        return real_run_command(self, args, **kwargs)
+
+    monkeypatch.setattr(toolkit_install.AnsibleModule, "run_command", run_command)
+    srcs = ["/var/lib/toolbox/zst/" + os.path.basename(str(d)) for d in debs]
+    result, failed = install(node, monkeypatch, src=srcs)
+    assert not failed and sorted(result["added"]) == EXPECTED, result
+    assert ran == ["zstd"] * len(debs)
+    result, failed = install(node, monkeypatch, src=["/" + os.path.relpath(str(rpm), str(node.root))])
+    assert not failed and ran[-1] == "rpm2cpio", result
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(toolkit_install.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: None)
+    result, failed = install(node, monkeypatch, src=srcs)
+    assert failed and "install the zstd command where src is read" in result["msg"], result
+
+
 HOLD_LOCK = textwrap.dedent("""
     import sys, time
     sys.path[:0] = %r
@@ -548,7 +577,7 @@ def test_the_action_payload_is_removed_once_read(node, monkeypatch, tmp_path, ke
     # is (not under host_root); the module removes that dir and says so, unless remote files are kept.
     task_tmp = tmp_path / "ansible-tmp-gpu_node-test"
     task_tmp.mkdir()
-    tree = toolkit_source.read_source(str(node.node_path("/var/lib/toolbox/toolkit")), "toolkit")
+    tree = toolkit_source.read_source(str(node.node_path("/var/lib/toolbox/toolkit")), run_tool, "toolkit")
     toolkit_source.write_payload(tree, str(task_tmp / "toolkit-payload.tar"))
     result, failed = install(node, monkeypatch, src=[str(task_tmp / "toolkit-payload.tar")],
                              _ansible_tmpdir=str(task_tmp), _ansible_keep_remote_files=keep)
@@ -569,7 +598,7 @@ def test_a_src_outside_the_task_temp_dir_is_never_removed(node, monkeypatch, tmp
 def test_the_payload_is_removed_when_the_install_fails(node, monkeypatch, tmp_path):
     task_tmp = tmp_path / "ansible-tmp-gpu_node-test"
     task_tmp.mkdir()
-    tree = toolkit_source.read_source(str(node.node_path("/var/lib/toolbox/toolkit")), "toolkit")
+    tree = toolkit_source.read_source(str(node.node_path("/var/lib/toolbox/toolkit")), run_tool, "toolkit")
     toolkit_source.write_payload(tree, str(task_tmp / "toolkit-payload.tar"))
     result, failed = install(node, monkeypatch, src=[str(task_tmp / "toolkit-payload.tar")],
                              checksum=["sha256:" + "0" * 64], _ansible_tmpdir=str(task_tmp))
