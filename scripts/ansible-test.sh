@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ansible-test sanity and units, from a symlinked ansible_collections/gpu_node/container_toolkit tree.
-# Offline: ansible-test's pip bootstrap script is replaced by a stand-in that installs a pip
-# wheel fetched from the package index (the only network this CI has).
+# ansible-test's pip bootstrap script, which it would fetch from a host CI cannot reach, is replaced
+# by a stand-in that runs pip from a wheel fetched from the package index (the only network CI has).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/env.sh
@@ -33,12 +33,16 @@ print(get_venv_packages(Python())["pip"])' 2>/dev/null || true)
 pip_version=${pip_version:-24.2}
 cache="$HOME/.ansible/test/cache"
 standin="$cache/get_pip_${pip_version//./_}.py"
-if [ ! -f "$standin" ]; then
+if ! ls "$cache/pip-wheels/pip-$pip_version-"*.whl >/dev/null 2>&1; then
   mkdir -p "$cache/pip-wheels"
   python -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
     -d "$cache/pip-wheels" "pip==$pip_version"
-  cat > "$standin" <<'PY'
-"""Offline stand-in for ansible-test's get-pip bootstrap: install pip from a local wheel."""
+fi
+# Written every run: the packages besides pip that a release asks for (2.16: setuptools and wheel
+# at fixed versions) come from the package index.
+cat > "$standin" <<'PY'
+"""Stand-in for ansible-test's get-pip bootstrap (its host is not reachable here): run pip from a
+wheel fetched from the package index, and install what ansible-test asks for from there."""
 import glob
 import os
 import runpy
@@ -48,10 +52,9 @@ wheel_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pip-wheels
 wheel = sorted(glob.glob(os.path.join(wheel_dir, "pip-*.whl")))[-1]
 sys.path.insert(0, wheel)
 args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
-sys.argv = ["pip", "install", "--no-index", "--find-links", wheel_dir] + args
+sys.argv = ["pip", "install", "--find-links", wheel_dir] + args
 runpy.run_module("pip", run_name="__main__", alter_sys=True)
 PY
-fi
 
 # ansible-test wants a real ansible_collections/<ns>/<name> directory as its working directory:
 # copy the checkout's files there as git sees them (no .cache/.venv; symlinks are not followed;

@@ -14,6 +14,7 @@ import fnmatch
 import os
 import posixpath
 import re
+import stat
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import elf, ldcache, node_fs, node_model, procfs
 
@@ -290,8 +291,11 @@ class _Discovery:
     def read_soname(self, host_path, path_here=None):
         """The SONAME of ``host_path`` (``path_here``: where this machine sees it, when known)."""
         try:
-            fd = os.open(path_here or self.on_node(host_path), os.O_RDONLY)
+            fd = os.open(path_here or self.on_node(host_path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
             try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    raise elf.ElfError("not a regular file")
                 head = os.pread(fd, ELF_HEAD_SIZE, 0)
 
                 def read(offset, size):
@@ -299,7 +303,7 @@ class _Discovery:
                         return head[offset:offset + size]
                     return os.pread(fd, size, offset)
 
-                return elf.soname_from_reader(read)
+                return elf.soname_from_reader(read, info.st_size)
             finally:
                 os.close(fd)
         except (OSError, elf.ElfError) as exc:

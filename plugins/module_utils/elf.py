@@ -37,19 +37,24 @@ def _structs(order, is64):
     return _STRUCTS[key]
 
 
-def _read_exactly(read, offset, size):
+def _read_exactly(read, offset, size, file_size, what):
+    if offset < 0 or size < 0 or offset + size > file_size:
+        raise ElfError("%s (%d bytes at offset %d) past the end of the %d-byte file" % (what, size, offset, file_size))
     chunk = read(offset, size)
     if len(chunk) < size:
         raise ElfError("truncated ELF file")
     return chunk
 
 
-def soname_from_reader(read):
-    """The DT_SONAME of a shared object, reading it through ``read(offset, size) -> bytes``.
+def soname_from_reader(read, file_size):
+    """The DT_SONAME of a shared object of ``file_size`` bytes, reading it through
+    ``read(offset, size) -> bytes``.
 
     Only the ELF header, the program headers, the dynamic segment and the name itself are
-    read, so a 30 MB library costs a few small reads. Returns None when there is no SONAME;
-    raises ElfError for non-ELF or truncated files.
+    read, so a 30 MB library costs a few small reads. Every offset and size the file gives is
+    checked against ``file_size`` before it is read, so a damaged or hostile file costs no more
+    than the file itself. Returns None when there is no SONAME; raises ElfError for non-ELF,
+    truncated or inconsistent files.
     """
     ident = read(0, 64)
     if ident[:4] != ELF_MAGIC:
@@ -66,7 +71,7 @@ def soname_from_reader(read):
     phoff, phentsize, phnum = header.unpack_from(ident)
     if phnum and phentsize < phdr.size:
         raise ElfError("bad program header size")
-    table = _read_exactly(read, phoff, phnum * phentsize)
+    table = _read_exactly(read, phoff, phnum * phentsize, file_size, "program headers")
     loads = []
     dynamic = None
     if phentsize == phdr.size:
@@ -83,7 +88,7 @@ def soname_from_reader(read):
         return None
     dyn_size = dynamic[1] - dynamic[1] % dyn_entry.size
     strtab = name_offset = None
-    for tag, value in dyn_entry.iter_unpack(_read_exactly(read, dynamic[0], dyn_size)):
+    for tag, value in dyn_entry.iter_unpack(_read_exactly(read, dynamic[0], dyn_size, file_size, "dynamic segment")):
         if tag == DT_NULL:
             break
         if tag == DT_STRTAB:
@@ -100,6 +105,8 @@ def soname_from_reader(read):
             break
     else:
         raise ElfError("address 0x%x is in no loadable segment" % strtab)
+    if not 0 <= start < file_size:
+        raise ElfError("SONAME at offset %d past the end of the %d-byte file" % (start, file_size))
     name = read(start, 256)
     end = name.find(b"\0")
     if end < 0:
@@ -112,4 +119,4 @@ def soname_from_reader(read):
 
 def soname(data):
     """The DT_SONAME of the shared object held in ``data`` (bytes or a read-only mmap)."""
-    return soname_from_reader(lambda offset, size: data[offset:offset + size])
+    return soname_from_reader(lambda offset, size: data[offset:offset + size], len(data))

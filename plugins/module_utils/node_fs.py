@@ -37,6 +37,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
 MAX_LINK_HOPS = 40
 
 FILE_TYPES = ("file", "directory", "symlink", "char", "block", "fifo", "socket")
+SPECIAL_NAMES = {"char": "character device", "block": "block device", "fifo": "FIFO", "other": "special file"}
 
 TEMP_MARK = ".gpn-tmp."
 TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.gpn-tmp\.(?P<pid>\d+)\.(?P<token>[0-9a-f]+)$")
@@ -44,6 +45,10 @@ TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.gpn-tmp\.(?P<pid>\d+)\.(?P<token>[0-9a
 STAGE_PREFIX = ".gpn-stage."
 
 DEFAULT_LOCK_TIMEOUT = 60.0
+
+# The most a read of one node file takes when its caller names no limit: far above any config, spec
+# or /proc file the collection reads, far below what a device like /dev/zero would give.
+MAX_READ_SIZE = 64 * 1024 * 1024
 
 _KINDS = (
     (stat.S_ISREG, "file"),
@@ -70,6 +75,15 @@ def file_type(mode):
         if test(mode):
             return name
     return "other"
+
+
+def _refuse_unless_file(host_path, mode):
+    kind = file_type(mode)
+    if kind == "directory":
+        raise NodeFsError("%s is a directory, not a file" % host_path, host_path)
+    if kind != "file":
+        raise NodeFsError("%s is a %s, not a regular file: only regular files are read there; remove it or "
+                          "point the option at a file" % (host_path, SPECIAL_NAMES.get(kind, kind)), host_path)
 
 
 def digest_file(path, algorithm="sha256"):
@@ -236,20 +250,42 @@ class NodeRoot:
         return os.path.isdir(self.path(host_path))
 
     def read_bytes(self, host_path, max_size=None):
-        """The bytes of the file at ``host_path`` (links followed on this machine), or None when
-        there is none. Raises NodeFsError when it is a directory, too large or unreadable."""
+        """The bytes of the regular file at ``host_path`` (links followed on this machine), or None
+        when there is none. Raises NodeFsError when it is a directory, a FIFO, a device or anything
+        else that is not a regular file (opened without blocking, never read), when it holds more
+        than ``max_size`` bytes (default :data:`MAX_READ_SIZE`; counted as read, as a /proc file's
+        size is 0), or cannot be read."""
+        limit = MAX_READ_SIZE if max_size is None else max_size
         here = self.path(host_path)
         try:
-            with open(here, "rb") as handle:
-                if max_size is not None and os.fstat(handle.fileno()).st_size > max_size:
-                    raise NodeFsError("%s is larger than %d bytes" % (host_path, max_size), host_path)
-                return handle.read()
+            fd = os.open(here, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
         except FileNotFoundError:
             return None
-        except IsADirectoryError:
-            raise NodeFsError("%s is a directory, not a file" % host_path, host_path) from None
+        except OSError as exc:
+            try:  # a socket cannot be opened at all: say what it is
+                _refuse_unless_file(host_path, os.stat(here).st_mode)
+            except OSError:
+                pass
+            raise NodeFsError("cannot read %s: %s" % (host_path, exc.strerror or exc), host_path) from None
+        try:
+            _refuse_unless_file(host_path, os.fstat(fd).st_mode)
+            chunks = []
+            size = 0
+            while size <= limit:
+                chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            if size > limit:
+                raise NodeFsError("%s is larger than %d bytes" % (host_path, limit), host_path)
+            return b"".join(chunks)
+        except NodeFsError:
+            raise
         except OSError as exc:
             raise NodeFsError("cannot read %s: %s" % (host_path, exc.strerror or exc), host_path) from None
+        finally:
+            os.close(fd)
 
     def read_text(self, host_path):
         data = self.read_bytes(host_path)

@@ -28,10 +28,15 @@ def ansible_env(**extra):
     return env
 
 
+# No module run takes minutes: one that does hangs (a FIFO read, say), and fails its test instead.
+MODULE_TIMEOUT = 300
+
+
 def run_module(module, args, check=False, diff=False):
     """``ansible localhost -m <module> -a <json args>``; returns the module's result dict.
 
-    The result also carries ``_rc`` (the command's exit code) and ``_stderr``.
+    The result also carries ``_rc`` (the command's exit code) and ``_stderr``. Raises
+    subprocess.TimeoutExpired after :data:`MODULE_TIMEOUT` seconds.
     """
     cmd = [
         "ansible", "localhost", "-c", "local", "-i", "localhost,",
@@ -43,7 +48,7 @@ def run_module(module, args, check=False, diff=False):
     if diff:
         cmd.append("--diff")
     env = ansible_env(ANSIBLE_STDOUT_CALLBACK="minimal")
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(REPO), check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(REPO), check=False, timeout=MODULE_TIMEOUT)
     # minimal callback: "localhost | SUCCESS => {json}"; --diff output comes before it.
     marker = proc.stdout.find("localhost | ")
     start = proc.stdout.find("{", marker) if marker >= 0 else -1

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -207,6 +208,39 @@ def test_read_bytes(node, tmp_path):
     with pytest.raises(NodeFsError, match="larger than 4 bytes"):
         node.read_bytes("/f", max_size=4)
     assert node.list_dir("/") == ["d", "f"] and node.list_dir("/nope") == []
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero", "null", "socket"])
+def test_only_regular_files_are_read_and_a_fifo_or_device_never_blocks(node, tmp_path, kind):
+    """A FIFO would block the run for ever, a device like /dev/zero read until memory runs out."""
+    where = tmp_path / "etc" / "containerd"
+    where.mkdir(parents=True)
+    target = where / "config.toml"
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "socket":
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(target))
+    else:
+        os.mknod(target, stat.S_IFCHR | 0o666, os.makedev(1, 5 if kind == "zero" else 3))
+    names = {"fifo": "FIFO", "zero": "character device", "null": "character device", "socket": "socket"}
+    with pytest.raises(NodeFsError, match="/etc/containerd/config.toml is a %s, not a regular file" % names[kind]):
+        node.read_bytes("/etc/containerd/config.toml")
+    with pytest.raises(NodeFsError, match="not a regular file"):
+        node.read_text("/etc/containerd/config.toml")
+
+
+def test_a_file_that_reports_size_0_is_still_read_only_up_to_the_limit(node, tmp_path, monkeypatch):
+    """/proc files report st_size 0: the limit is counted on what is read, not on the size stat gives."""
+    (tmp_path / "big").write_bytes(b"x" * 100)
+    real_fstat = os.fstat
+    monkeypatch.setattr(node_fs.os, "fstat", lambda fd: os.stat_result((*real_fstat(fd)[:6], 0, *real_fstat(fd)[7:])))
+    with pytest.raises(NodeFsError, match="/big is larger than 99 bytes"):
+        node.read_bytes("/big", max_size=99)
+    assert node.read_bytes("/big", max_size=100) == b"x" * 100
+    monkeypatch.setattr(node_fs, "MAX_READ_SIZE", 10)
+    with pytest.raises(NodeFsError, match="larger than 10 bytes"):
+        node.read_bytes("/big")
 
 
 def test_text_diff_names_absent_sides():

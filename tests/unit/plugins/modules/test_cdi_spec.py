@@ -562,3 +562,37 @@ def test_waits_for_another_run_holding_the_nodes_lock(cos_node, monkeypatch):
         result = ok(cos_node, monkeypatch)
         waited = time.monotonic() - started
     assert waited >= 1.0 and result["changed"] is True
+
+
+def _hostile_library(kind):
+    import struct
+
+    import binfmt
+    data = bytearray(binfmt.elf_shared_object("libnvidia-hostile.so.1"))
+    if kind == "huge-offset":  # os.pread once raised "Python int too large to convert to C long"
+        struct.pack_into("<Q", data, 32, 2 ** 63)
+    elif kind == "4GiB-headers":  # once a MemoryError
+        struct.pack_into("<HH", data, 54, 65535, 65535)
+    elif kind == "truncated":
+        data = data[:80]
+    return bytes(data)
+
+
+@pytest.mark.parametrize("kind", ["huge-offset", "4GiB-headers", "truncated", "fifo"])
+def test_a_malformed_library_is_skipped_with_a_warning_naming_it(cos_node, monkeypatch, kind):
+    """One bad file in the driver directory must not break the first step of site.yml."""
+    from ansible_collections.gpu_node.container_toolkit.plugins.modules import nvidia_driver_info
+
+    name = "/home/kubernetes/bin/nvidia/lib64/libnvidia-hostile.so.535.104.12"
+    if kind == "fifo":
+        os.mkfifo(cos_node.node_path(name))
+    else:
+        cos_node.node_path(name).write_bytes(_hostile_library(kind))
+    facts, failed = run_module(nvidia_driver_info.main, {"host_root": str(cos_node.root)}, monkeypatch=monkeypatch)
+    assert not failed, facts
+    assert any(name in warning for warning in facts.get("warnings", [])) or kind == "fifo", facts.get("warnings")
+    assert name not in [lib["path"] for lib in facts["libraries"]]
+    assert "/home/kubernetes/bin/nvidia/lib64/libcuda.so.535.104.12" in [lib["path"] for lib in facts["libraries"]]
+    result = ok(cos_node, monkeypatch)
+    assert result["changed"] and "libcuda.so.535.104.12" in written(cos_node)
+    assert "libnvidia-hostile" not in written(cos_node)

@@ -145,7 +145,25 @@ def test_a_file_that_cannot_be_read_says_why(root, monkeypatch):
     finally:
         server.close()
     assert entry["exists"] and not entry["isdir"] and "content" not in entry
-    assert entry["error"] == "cannot read /etc/containerd.sock: No such device or address"  # a host path
+    assert entry["error"].startswith("/etc/containerd.sock is a socket, not a regular file")  # a host path
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero-device", "fifo-behind-a-link"])
+def test_a_fifo_or_device_at_a_config_path_is_named_and_never_read(root, monkeypatch, kind):
+    """A FIFO blocked the run for ever; a device that reads like /dev/zero was read until memory ran out."""
+    config = root / "etc" / "containerd" / "config.toml"
+    config.unlink()
+    if kind == "zero-device":
+        os.mknod(config, 0o20666, os.makedev(1, 5))
+    else:
+        os.mkfifo(config if kind == "fifo" else root / "etc" / "fifo")
+        if kind == "fifo-behind-a-link":
+            config.symlink_to("/etc/fifo")
+    (entry,) = info(root, monkeypatch, paths=["/etc/containerd/config.toml"])["files"]
+    what = "character device" if kind == "zero-device" else "FIFO"
+    name = "/etc/fifo" if kind == "fifo-behind-a-link" else "/etc/containerd/config.toml"
+    assert entry["exists"] and "content" not in entry
+    assert entry["error"].startswith("%s is a %s, not a regular file" % (name, what)), entry
 
 
 def test_exist_lists_what_exists_in_order(root, monkeypatch):

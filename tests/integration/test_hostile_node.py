@@ -1,0 +1,44 @@
+"""Nodes a compromised container, another tool or a broken disk could leave behind, through the real
+``ansible`` command: the collection fails clearly, never hangs, and changes nothing."""
+
+from __future__ import annotations
+
+import os
+
+import node_tree
+import pytest
+from ansible_runner import run_module
+
+RUNTIMES = [{"name": "nvidia", "binary": "/usr/bin/nvidia-container-runtime"}]
+ENGINE_FILES = {
+    "containerd_runtime": "/etc/containerd/config.toml",
+    "docker_runtime": "/etc/docker/daemon.json",
+    "crio_runtime": "/etc/crio/crio.conf.d/99-nvidia.toml",
+    "toolkit_config": "/etc/nvidia-container-runtime/config.toml",
+}
+
+
+def plant(root, host_path, kind):
+    here = root / host_path.lstrip("/")
+    here.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "fifo":
+        os.mkfifo(here)
+    else:  # reads like /dev/zero: never ends
+        os.mknod(here, 0o20666, os.makedev(1, 5))
+    return here
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero-device"])
+@pytest.mark.parametrize("module", sorted(ENGINE_FILES))
+def test_a_fifo_or_device_where_a_config_file_goes_fails_naming_it(tmp_path, module, kind):
+    root = tmp_path / "node"
+    path = ENGINE_FILES[module]
+    plant(root, path, kind)
+    before = node_tree.listing(root)
+    args = {"host_root": str(root), "path": path}
+    if module != "toolkit_config":
+        args["runtimes"] = RUNTIMES
+    result = run_module(module, args)
+    what = "FIFO" if kind == "fifo" else "character device"
+    assert result["_rc"] != 0 and "%s is a %s, not a regular file" % (path, what) in result["msg"], result
+    assert node_tree.listing(root) == before
