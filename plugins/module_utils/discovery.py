@@ -321,10 +321,12 @@ class _Discovery:
         def is_driver_library(name):
             return wanted.match(name) or EXTRA_LIBRARY_RE.match(name)
 
-        def add(real, path_here=None):
+        def add(real, path_here=None, found_at=None):
             if real in seen:
                 return
             seen.add(real)
+            if not self.mountable(self.named(found_at or real), real):
+                return
             soname = self.read_soname(real, path_here)
             if soname is not False:
                 found.append({"path": self.named(real), "soname": soname})
@@ -349,7 +351,7 @@ class _Discovery:
                     if not os.path.isfile(self.on_node(real)):
                         dangling.setdefault(self.named(path), entry["target"])
                     elif ours and is_driver_library(posixpath.basename(real)):
-                        add(real)
+                        add(real, found_at=path)
                 elif ours and entry.get("type") == "file":
                     add(path, self.on_node(path))
         for _name, path in self.ld_cache_entries(self.real_root):
@@ -384,7 +386,11 @@ class _Discovery:
         found = []
         for name in BINARY_NAMES:
             for directory in BINARY_DIRS:
-                if os.path.isfile(self.here(node_model.join_host(self.real_root, directory, name))):
+                try:
+                    real = self.real(node_model.join_host(self.real_root, directory, name))
+                except DiscoveryError:
+                    continue
+                if self.mountable(node_model.join_host(self.named_root, directory, name), real, name):
                     found.append(node_model.join_host(self.named_root, directory, name))
                     break
         return found
@@ -395,8 +401,10 @@ class _Discovery:
             rel = posixpath.join(directory, version)
             real_dir = self.real(node_model.join_host(self.real_root, rel))
             for name in self.names(real_dir, "gsp*.bin"):
-                found.setdefault(self.real(posixpath.join(real_dir, name)),
-                                 node_model.join_host(self.named_root, rel, name))
+                named = node_model.join_host(self.named_root, rel, name)
+                real = self.real(posixpath.join(real_dir, name))
+                if self.mountable(named, real, "gsp*.bin"):
+                    found.setdefault(real, named)
         return sorted(found.values())
 
     def config_files(self):
@@ -404,10 +412,33 @@ class _Discovery:
         for directory, pattern in CONFIG_FILE_GLOBS:
             real_dir = self.real(node_model.join_host(self.real_root, directory))
             for name in self.names(real_dir, pattern):
+                named = node_model.join_host(self.named_root, directory, name)
                 real = self.real(posixpath.join(real_dir, name))
-                if os.path.isfile(self.on_node(real)):
-                    found.setdefault(real, node_model.join_host(self.named_root, directory, name))
+                if self.mountable(named, real, pattern):
+                    found.setdefault(real, named)
         return sorted(found.values())
+
+    def mountable(self, named, real, pattern=None):
+        """Whether the driver file found at ``named`` (``real`` once its links are resolved) may be
+        mounted into every GPU container: a regular file that every user of the node may read, whose
+        own name, when ``pattern`` is given, is one of that kind. A link planted in the driver's
+        directories to a node secret (``/etc/shadow``) is skipped with a warning naming both."""
+        try:
+            info = os.stat(self.on_node(real))
+        except OSError:
+            return False
+        if not stat.S_ISREG(info.st_mode):
+            return False
+        via = "" if real == named else " (a link to %s)" % real
+        if not info.st_mode & stat.S_IROTH:
+            self.warnings.append("not mounting %s%s into containers: it is not readable by every user of the node "
+                                 "(mode %04o), as driver files are" % (named, via, stat.S_IMODE(info.st_mode)))
+            return False
+        if pattern and not fnmatch.fnmatchcase(posixpath.basename(real), pattern):
+            self.warnings.append("not mounting %s%s into containers: the file it names is not called %s, as driver "
+                                 "files of its kind are" % (named, via, pattern))
+            return False
+        return True
 
     def ipc_sockets(self):
         """Sockets and IPC directories that exist, each once (``/var/run`` is usually a link to ``/run``)."""

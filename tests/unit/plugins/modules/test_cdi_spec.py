@@ -596,3 +596,41 @@ def test_a_malformed_library_is_skipped_with_a_warning_naming_it(cos_node, monke
     result = ok(cos_node, monkeypatch)
     assert result["changed"] and "libcuda.so.535.104.12" in written(cos_node)
     assert "libnvidia-hostile" not in written(cos_node)
+
+
+SECRET_LINKS = {
+    # (driver file replaced by a link, where it points, the secret's mode)
+    "firmware to /etc/shadow": ("firmware/nvidia/535.104.12/gsp_ga10x.bin", "/etc/shadow", 0o640),
+    "Vulkan ICD to /etc/shadow": ("vulkan/icd.d/nvidia_icd.json", "/etc/shadow", 0o640),
+    "firmware to a readable file of another name": ("firmware/nvidia/535.104.12/gsp_tu10x.bin", "/etc/passwd", 0o644),
+    "binary to a root-only key": ("bin/nvidia-smi", "/root/.ssh/nvidia-smi", 0o600),
+    "library to a root-only file": ("lib64/libnvidia-ml.so.535.104.12", "/root/libnvidia-ml.so.535.104.12", 0o600),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SECRET_LINKS))
+def test_a_driver_file_linked_to_a_node_secret_is_not_mounted(cos_node, monkeypatch, case):
+    """A compromised container that can write the driver directory must not get a secret into every GPU container."""
+    from ansible_collections.gpu_node.container_toolkit.plugins.modules import nvidia_driver_info
+
+    relative, secret, mode = SECRET_LINKS[case]
+    planted = posixpath.join("/home/kubernetes/bin/nvidia", relative)
+    cos_node.node_path(secret).parent.mkdir(parents=True, exist_ok=True)
+    if relative.startswith("lib64/"):  # a real library, so that only the mode can refuse it
+        os.rename(cos_node.node_path(planted), cos_node.node_path(secret))
+    else:
+        cos_node.node_path(secret).write_bytes(b"root:$6$secret:19000:0:99999:7:::\n")
+        cos_node.node_path(planted).unlink()
+    os.chmod(cos_node.node_path(secret), mode)
+    os.symlink(secret, cos_node.node_path(planted))
+    facts, failed = run_module(nvidia_driver_info.main, {"host_root": str(cos_node.root)}, monkeypatch=monkeypatch)
+    assert not failed, facts
+    warned = [w for w in facts.get("warnings", []) if planted in w and secret in w]
+    assert warned and "not mounting" in warned[0], facts.get("warnings")
+    listed = facts["firmware"] + facts["config_files"] + facts["binaries"] + [lib["path"] for lib in facts["libraries"]]
+    assert planted not in listed and secret not in listed
+    result = ok(cos_node, monkeypatch)
+    spec = written(cos_node)
+    assert result["changed"] and secret not in spec and posixpath.basename(planted) not in spec.replace(
+        "libnvidia-ml.so.1", ""), spec
+    assert "libcuda.so.535.104.12" in spec
