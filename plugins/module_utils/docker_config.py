@@ -39,6 +39,7 @@ import posixpath
 import re
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import nesting
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import (
     node_argument_spec,
@@ -226,6 +227,10 @@ class _Parser:
             return self.obj(index, path)
         try:
             value, end = self.decoder.raw_decode(self.text, index)
+            if nesting.depth(value) + len(path) > nesting.MAX_NESTING:
+                raise RecursionError
+        except RecursionError:
+            raise ConfigError(nesting.too_deep_message(self.name)) from None
         except _DuplicateKey as exc:
             self.fail(
                 index,
@@ -237,6 +242,8 @@ class _Parser:
         return Node(index, end, value)
 
     def obj(self, start, path):
+        if len(path) >= nesting.MAX_NESTING:
+            raise ConfigError(nesting.too_deep_message(self.name))
         members = []
         value = {}
         index = self.skip(start + 1)

@@ -24,7 +24,7 @@ import json
 import math
 import re
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal, nesting
 
 try:
     import tomllib
@@ -86,10 +86,16 @@ def load(text, name):
     check_parser()
     try:
         if PARSER == "tomllib":
-            return tomllib.loads(text)
-        return tomlkit.parse(text).unwrap()
+            data = tomllib.loads(text)
+        else:
+            data = tomlkit.parse(text).unwrap()
     except (ValueError, TOMLKitError) as exc:
         raise TomlEditError("%s is not valid TOML: %s" % (name, exc)) from None
+    except RecursionError:
+        raise TomlEditError(nesting.too_deep_message(name)) from None
+    if nesting.depth(data) > nesting.MAX_NESTING:
+        raise TomlEditError(nesting.too_deep_message(name))
+    return data
 
 
 # --- scanning --------------------------------------------------------------------------------

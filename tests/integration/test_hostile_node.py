@@ -36,9 +36,38 @@ def test_a_fifo_or_device_where_a_config_file_goes_fails_naming_it(tmp_path, mod
     plant(root, path, kind)
     before = node_tree.listing(root)
     args = {"host_root": str(root), "path": path}
-    if module != "toolkit_config":
+    if module == "toolkit_config":
+        args["driver_root"] = "/"
+    else:
         args["runtimes"] = RUNTIMES
     result = run_module(module, args)
     what = "FIFO" if kind == "fifo" else "character device"
     assert result["_rc"] != 0 and "%s is a %s, not a regular file" % (path, what) in result["msg"], result
+    assert node_tree.listing(root) == before
+
+
+DEEP = {
+    "containerd_runtime": ("/etc/containerd/config.toml", "version = 2\nx = " + "{a = " * 2000 + "1" + "}" * 2000 + "\n"),
+    "docker_runtime": ("/etc/docker/daemon.json", '{"x": ' + "[" * 2000 + "]" * 2000 + "}\n"),
+    # Another tool's drop-in, which the module reads to find the runtime it starts from.
+    "crio_runtime": ("/etc/crio/crio.conf.d/10-other.conf", "x = " + "[" * 2000 + "]" * 2000 + "\n"),
+    "toolkit_config": ("/etc/nvidia-container-runtime/config.toml", "x = " + "[" * 2000 + "]" * 2000 + "\n"),
+}
+
+
+@pytest.mark.parametrize("module", sorted(DEEP))
+def test_a_file_nested_thousands_deep_fails_naming_it(tmp_path, module):
+    """Python's parsers recurse: 2,000 levels gave 'maximum recursion depth exceeded' with no file named."""
+    root = tmp_path / "node"
+    path, text = DEEP[module]
+    (root / path.lstrip("/")).parent.mkdir(parents=True)
+    (root / path.lstrip("/")).write_text(text)
+    before = node_tree.listing(root)
+    args = {"host_root": str(root)}
+    if module == "toolkit_config":
+        args.update(path=path, driver_root="/")
+    else:
+        args["runtimes"] = RUNTIMES
+    result = run_module(module, args)
+    assert result["_rc"] != 0 and "%s nests tables, arrays or objects more than 64 levels deep" % path in result["msg"], result
     assert node_tree.listing(root) == before
