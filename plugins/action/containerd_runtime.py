@@ -25,6 +25,9 @@ from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_fi
 )
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlEditError
 
+# A binary under a host_root other than / belongs to a node this machine sees mounted (Ansible in a
+# container beside it): run here, it would run with this machine's rights, so it is never run.
+NOT_RUN = "host_root is not /: the node's containerd binary is not run from here; set config_version to choose"
 
 class ActionModule(NodeActionBase):
     argument_spec = staticmethod(argument_specs.containerd_runtime)
@@ -37,6 +40,8 @@ class ActionModule(NodeActionBase):
         return "%s; the file was left as it was" % message.rstrip("; ")
 
     def _containerd_version(self, files, host_root):
+        if normalize_host_path(host_root) != "/":
+            return None  # see NOT_RUN
         for candidate in files.existing(host_root, list(cc.CONTAINERD_BINARIES)):
             rc, stdout = files.run([node_path(host_root, candidate), "--version"])
             if rc == 0:
@@ -115,7 +120,8 @@ class ActionModule(NodeActionBase):
                            removed_backups=cleanup["removed"], removed_dirs=cleanup["removed_dirs"])
             return out
         plan = ct.edit(root.text, params, containerd_output=containerd_output,
-                       drop_in_text=drop.text if drop else None, name=root.host_path)
+                       drop_in_text=drop.text if drop else None, name=root.host_path,
+                       containerd_not_asked=NOT_RUN if normalize_host_path(host_root) != "/" else None)
         if args["state"] == "absent" and args["remove_backups"]:
             # Before this run writes: a backup it makes itself (backup=true) is kept.
             given_back = [(root, plan["text"])] + ([(drop, plan["drop_in_text"])] if drop else [])

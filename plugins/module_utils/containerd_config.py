@@ -114,12 +114,13 @@ def version_for_release(release):
     return 4
 
 
-def choose_version(requested, declared, file_empty, containerd_output=None):
+def choose_version(requested, declared, file_empty, containerd_output=None, not_asked=None):
     """The config version to edit, and where it came from.
 
     ``requested``: the option (``auto`` or 1-4). ``declared``: the file's ``version`` value
     (None when absent). ``file_empty``: the file is missing or blank, so its version can be
-    chosen. ``containerd_output``: ``containerd --version`` on the node, if any.
+    chosen. ``containerd_output``: ``containerd --version`` on the node, if any; ``not_asked``:
+    why the node's containerd was not asked, when it was not.
     """
     if not file_empty:
         version = file_version(declared)
@@ -136,7 +137,7 @@ def choose_version(requested, declared, file_empty, containerd_output=None):
     release = containerd_release(containerd_output)
     if release:
         return version_for_release(release), "containerd %d.%d on the node" % release
-    return FALLBACK_VERSION, "default (containerd not found on the node)"
+    return FALLBACK_VERSION, "default (%s)" % (not_asked or "containerd not found on the node")
 
 
 def default_runtimes(install_dir):

@@ -20,7 +20,10 @@ description:
     are edited where they are. Nothing needs to be installed on the node.
   - The config version is read from the file (no C(version) key means 1). For a missing or
     empty file, O(config_version=auto) asks the node's C(containerd --version) (1.x gives 2,
-    2.0 to 2.2 give 3, 2.3 and later give 4) and uses 2 when containerd is not found.
+    2.0 to 2.2 give 3, 2.3 and later give 4) and uses 2 when containerd is not found. With
+    O(host_root) other than V(/) the node's binary is never run (it would run on this machine,
+    with its rights): the version is 2, which every containerd from 1.3 on reads (2.x migrates
+    it as it loads), unless O(config_version) says otherwise.
   - Runtimes live under C(plugins."io.containerd.grpc.v1.cri".containerd.runtimes) (version 2),
     C(plugins."io.containerd.cri.v1.runtime".containerd.runtimes) (versions 3 and 4) or
     C(plugins.cri.containerd.runtimes) (version 1). When the file also holds CRI tables of
@@ -144,7 +147,7 @@ options:
   config_version:
     description:
       - The config version. V(auto) reads it from the file, or for a missing or empty file
-        asks the node's containerd (else 2).
+        asks the node's containerd when O(host_root=/) (else 2).
       - A number that differs from the file's own version is an error; this module does not
         migrate configs.
     type: str

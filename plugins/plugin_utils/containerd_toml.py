@@ -74,7 +74,7 @@ def _apply(doc, ops, version, tracker):
     add_pending()
 
 
-def edit(text, params, containerd_output=None, drop_in_text=None, name="config.toml"):
+def edit(text, params, containerd_output=None, drop_in_text=None, name="config.toml", containerd_not_asked=None):
     """Plan the edit of a containerd config. Pure: text in, text out.
 
     ``text``: the root config (None when the file is missing). ``params``: the module options
@@ -101,7 +101,7 @@ def edit(text, params, containerd_output=None, drop_in_text=None, name="config.t
     before_root = doc.data
     empty = not doc.data
     version, source = cc.choose_version(params.get("config_version"), doc.data.get("version"), empty,
-                                        containerd_output)
+                                        containerd_output, containerd_not_asked)
     tracker = DifferenceTracker()
     warnings = []
     drop_in = params.get("drop_in")

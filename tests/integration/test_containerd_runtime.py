@@ -199,26 +199,36 @@ def test_fake_cos_node(cos_node):
 
 
 def test_missing_file(tmp_path):
-    """No config at all: one is created (version 2: no containerd on this node), runc kept."""
+    """No config at all: one is created (version 2: the node's containerd is not asked), runc kept."""
     result = run_module("containerd_runtime", {"host_root": str(tmp_path)})
     assert result["changed"] is True
-    assert result["config_version_source"] == "default (containerd not found on the node)"
+    assert result["config_version_source"].startswith("default (host_root is not /")
     data = tomlkit.parse((tmp_path / CONFIG.lstrip("/")).read_text()).unwrap()
     runtimes = data["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
     assert sorted(runtimes) == ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]
 
 
-def test_empty_file_version_from_node_containerd(tmp_path):
+@pytest.mark.parametrize("where", ["/usr/bin/containerd", "/usr/local/bin/containerd"])
+def test_a_containerd_binary_under_host_root_is_never_run(tmp_path, where):
+    """Ansible in a container beside the node (host_root /host): a binary planted on the node would
+    run with the controller's rights. The version comes from the option, else it is 2."""
     config = tmp_path / CONFIG.lstrip("/")
     config.parent.mkdir(parents=True)
     config.write_text("")
-    fake = tmp_path / "usr" / "bin" / "containerd"
+    sentinel = tmp_path.parent / ("ran-" + tmp_path.name)
+    fake = tmp_path / where.lstrip("/")
     fake.parent.mkdir(parents=True)
-    fake.write_text("#!/bin/sh\necho 'containerd github.com/containerd/containerd/v2 v2.0.11 abc'\n")
+    fake.write_text("#!/bin/sh\ntouch %s\necho 'containerd github.com/containerd/containerd/v2 v2.0.11 abc'\n" % sentinel)
     fake.chmod(0o755)
     result = run_module("containerd_runtime", {"host_root": str(tmp_path)})
-    assert result["config_version"] == 3 and result["config_version_source"] == "containerd 2.0 on the node"
-    assert "io.containerd.cri.v1.runtime" in tomlkit.parse(config.read_text())["plugins"]
+    assert not sentinel.exists()
+    assert result["config_version"] == 2 and result["config_version_source"] == (
+        "default (host_root is not /: the node's containerd binary is not run from here; set config_version to choose)")
+    result = run_module("containerd_runtime", {"host_root": str(tmp_path), "state": "absent"})
+    config.write_text("")
+    result = run_module("containerd_runtime", {"host_root": str(tmp_path), "config_version": "3"})
+    assert result["config_version"] == 3 and "io.containerd.cri.v1.runtime" in tomlkit.parse(config.read_text())["plugins"]
+    assert not sentinel.exists()
 
 
 def test_symlinked_config_edits_target(tmp_path):
@@ -312,18 +322,29 @@ def test_run_pod_sandbox_execs_configured_binary(tmp_path, workdir):
 
 
 @needs_containerd
-def test_enable_cdi_on_containerd_1_6_warns(tmp_path, workdir):
-    """Debian's containerd 1.6 on the node: enable_cdi is written, and the result says it has no effect."""
-    node_with(tmp_path, "gke-cos.toml", workdir)
-    binary = tmp_path / "usr" / "bin" / "containerd"
-    binary.parent.mkdir(parents=True)
-    binary.symlink_to(shutil.which("containerd"))
-    first = run_module("containerd_runtime", {"host_root": str(tmp_path), "enable_cdi": True})
-    assert first["_rc"] == 0, first
-    # Ansible prints a result's warnings on stderr, as [WARNING] lines.
-    assert "containerd 1.6 on the node has no CDI support" in first["_stderr"], first
-    again = run_module("containerd_runtime", {"host_root": str(tmp_path), "enable_cdi": True})
-    assert again["changed"] is False and "no CDI support" not in again["_stderr"]
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare") or not os.path.isdir("/etc/containerd"),
+                    reason="needs root, unshare and Debian's containerd package")
+def test_enable_cdi_on_containerd_1_6_warns(tmp_path):
+    """Debian's containerd 1.6 on the node itself (host_root /): its release is asked, enable_cdi is
+    written, and the result says it has no effect. Run in a private mount namespace with a tmpfs
+    on /etc/containerd, so that this machine's own config is never touched."""
+    fixture = FIXTURES / "gke-cos.toml"
+    script = tmp_path / "in-namespace.sh"
+    script.write_text(
+        "set -e\nmount -t tmpfs tmpfs /etc/containerd\ncp %s /etc/containerd/config.toml\n"
+        "for i in 1 2; do ansible localhost -c local -i localhost, -m gpu_node.container_toolkit.containerd_runtime "
+        "-a '{\"host_root\": \"/\", \"enable_cdi\": true}' >%s/run$i.out 2>%s/run$i.err || true; done\n"
+        % (fixture, tmp_path, tmp_path))
+    before = Path("/etc/containerd/config.toml").read_bytes() if os.path.exists("/etc/containerd/config.toml") else None
+    proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", str(script)],
+                          capture_output=True, text=True, env=ansible_env(), check=False, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    first, again = [(tmp_path / ("run%d.out" % i)).read_text() + (tmp_path / ("run%d.err" % i)).read_text()
+                    for i in (1, 2)]
+    assert "CHANGED" in first and "containerd 1.6 on the node has no CDI support" in first, first
+    assert "SUCCESS" in again and "no CDI support" not in again, again
+    after = Path("/etc/containerd/config.toml").read_bytes() if os.path.exists("/etc/containerd/config.toml") else None
+    assert after == before
 
 
 def test_missing_file_removed_again_with_its_directory(tmp_path):
