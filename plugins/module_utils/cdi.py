@@ -528,11 +528,19 @@ def created_dirs_for(spec_dir, made_now, recorded, sibling_records):
     """The directories to record in a spec in ``spec_dir`` (host path): those its write makes now,
     those its earlier version recorded, and those other specs of ours in the same directory
     recorded, so that whichever spec goes last removes them. Only ``spec_dir`` and its parents."""
-    spec_dir = node_model.normalize_host_path(spec_dir)
     wanted = set(made_now) | set(recorded)
     for dirs in sibling_records:
         wanted.update(dirs)
-    return sorted(d for d in wanted if d == spec_dir or spec_dir.startswith(d.rstrip("/") + "/"))
+    return own_dirs(spec_dir, wanted)
+
+
+def own_dirs(spec_dir, dirs):
+    """Those of ``dirs`` a spec in ``spec_dir`` may record and remove: ``spec_dir`` and its parents,
+    whatever a forged record lists (``/etc``, ``/home/user/.ssh``...)."""
+    spec_dir = node_model.normalize_host_path(spec_dir)
+    return sorted({node_model.normalize_host_path(d) for d in dirs
+                   if node_model.normalize_host_path(d) == spec_dir
+                   or spec_dir.startswith(node_model.normalize_host_path(d).rstrip("/") + "/")} - {"/"})
 
 
 def declared_kind(text):

@@ -122,7 +122,8 @@ def remove(run, path, target, before_text, result):
         run.node.remove(target)
     except node_fs.NodeFsError as exc:
         raise CdiFileError(str(exc), **dict(result, changed=False, changes=[])) from None
-    result["removed_dirs"] = run.node.remove_empty_dirs(cdi.recorded_created_dirs(before_text))
+    result["removed_dirs"] = run.node.remove_empty_dirs(
+        cdi.own_dirs(posixpath.dirname(target), cdi.recorded_created_dirs(before_text)))
     result["changes"].extend({"path": d, "action": "removed"} for d in result["removed_dirs"])
 
 

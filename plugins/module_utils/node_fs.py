@@ -69,12 +69,41 @@ class NodeFsError(Exception):
         self.path = path
 
 
+class _WalkError(NodeFsError):
+    """A directory on the way to a change could not be opened; nothing was changed. ``missing``:
+    because it does not exist."""
+
+    def __init__(self, message, path=None, missing=False):
+        super().__init__(message, path)
+        self.missing = missing
+
+
 def file_type(mode):
     """The vocabulary word for a ``st_mode``."""
     for test, name in _KINDS:
         if test(mode):
             return name
     return "other"
+
+
+def _fd_path(dir_fd, name):
+    """A path naming ``name`` in the directory open as ``dir_fd``, for another process (a validate
+    command) to read: through this process's /proc entry, so no link swapped in meanwhile counts."""
+    return "/proc/%d/fd/%d/%s" % (os.getpid(), dir_fd, name)
+
+
+def _fsync(dir_fd):
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass  # some filesystems cannot fsync a directory; the rename is still atomic
+
+
+def _unlink_quietly(name, dir_fd):
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except OSError:
+        pass
 
 
 def _refuse_unless_file(host_path, mode):
@@ -213,6 +242,64 @@ class NodeRoot:
         directory, name = posixpath.split(host_path)
         return posixpath.join(self.resolve(directory), name) if name else host_path
 
+    @contextmanager
+    def directory(self, host_dir):
+        """An open fd of the directory ``host_dir``, for changes made in it with ``dir_fd``.
+
+        Each component is opened relative to the one before it, from ``host_root``, without
+        following links (``openat`` with ``O_NOFOLLOW``); a link met on the way is read and
+        resolved inside ``host_root``, as :meth:`resolve` does. So a change lands in the node
+        whatever links the node holds or swaps in meanwhile: there is no check and later use of
+        a path that something could redirect. Raises NodeFsError naming what is missing or not a
+        directory.
+        """
+        parts = [part for part in node_model.normalize_host_path(host_dir).split("/") if part]
+        try:
+            root_fd = os.open(self.host_root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise _WalkError("cannot open host_root %s: %s" % (self.host_root, exc.strerror or exc), "/") from None
+        chain = [root_fd]
+        names = []
+        hops = 0
+        try:
+            while parts:
+                part = parts.pop(0)
+                if part == ".":
+                    continue
+                if part == "..":
+                    if len(chain) > 1:
+                        os.close(chain.pop())
+                        names.pop()
+                    continue
+                try:
+                    chain.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                         dir_fd=chain[-1]))
+                    names.append(part)
+                    continue
+                except FileNotFoundError:
+                    raise _WalkError("%s does not exist" % ("/" + "/".join(names + [part])), host_dir,
+                                     missing=True) from None
+                except OSError as exc:
+                    if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                        raise _WalkError("cannot open %s: %s" % ("/" + "/".join(names + [part]), exc.strerror or exc),
+                                          host_dir) from None
+                try:
+                    target = os.readlink(part, dir_fd=chain[-1])
+                except OSError:
+                    raise _WalkError("%s is not a directory" % ("/" + "/".join(names + [part])), host_dir) from None
+                hops += 1
+                if hops > MAX_LINK_HOPS:
+                    raise _WalkError("too many levels of symbolic links at %s" % host_dir, host_dir)
+                if target.startswith("/"):
+                    while len(chain) > 1:
+                        os.close(chain.pop())
+                    names = []
+                parts = [p for p in target.split("/") if p] + parts
+            yield chain[-1]
+        finally:
+            for fd in chain:
+                os.close(fd)
+
     # --- looking -----------------------------------------------------------------------
 
     def observe(self, host_path, digest=False):
@@ -256,16 +343,34 @@ class NodeRoot:
         than ``max_size`` bytes (default :data:`MAX_READ_SIZE`; counted as read, as a /proc file's
         size is 0), or cannot be read."""
         limit = MAX_READ_SIZE if max_size is None else max_size
-        here = self.path(host_path)
         try:
-            fd = os.open(here, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+            real = self.resolve(host_path)
+        except NodeFsError as exc:
+            raise NodeFsError("cannot read %s: %s" % (host_path, exc), host_path) from None
+        host_dir, name = posixpath.split(real)
+        try:
+            with self.directory(host_dir) as dir_fd:
+                return self._read_in(dir_fd, name, host_path, limit)
+        except _WalkError as exc:
+            if exc.missing:
+                return None
+            raise NodeFsError("cannot read %s: %s" % (host_path, exc), host_path) from None
+
+    def _read_in(self, dir_fd, name, host_path, limit):
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(name, flags, dir_fd=dir_fd) if name else os.dup(dir_fd)
         except FileNotFoundError:
             return None
         except OSError as exc:
-            try:  # a socket cannot be opened at all: say what it is
-                _refuse_unless_file(host_path, os.stat(here).st_mode)
+            try:  # a socket cannot be opened at all, a link swapped in since it was resolved is not followed
+                found = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
             except OSError:
-                pass
+                found = None
+            if found is not None and stat.S_ISLNK(found):
+                raise NodeFsError("%s became a symlink while it was read; run again" % host_path, host_path) from None
+            if found is not None:
+                _refuse_unless_file(host_path, found)
             raise NodeFsError("cannot read %s: %s" % (host_path, exc.strerror or exc), host_path) from None
         try:
             _refuse_unless_file(host_path, os.fstat(fd).st_mode)
@@ -317,16 +422,24 @@ class NodeRoot:
         paths created, outermost first."""
         created = []
         for directory in self.missing_dirs(host_dir):
-            here = self.path(directory)
+            parent, name = posixpath.split(directory)
             try:
-                os.mkdir(here, mode)
-            except FileExistsError:
-                if not os.path.isdir(here):
-                    raise NodeFsError("%s exists and is not a directory" % directory, directory) from None
-                continue
+                with self.directory(parent) as dir_fd:
+                    try:
+                        os.mkdir(name, mode, dir_fd=dir_fd)
+                    except FileExistsError:
+                        if not stat.S_ISDIR(os.stat(name, dir_fd=dir_fd).st_mode):
+                            raise NodeFsError("%s exists and is not a directory" % directory, directory) from None
+                        continue
+                    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+                    try:
+                        os.fchmod(fd, mode)
+                    finally:
+                        os.close(fd)
+            except _WalkError as exc:
+                raise NodeFsError("cannot create %s: %s" % (directory, exc), directory) from None
             except OSError as exc:
                 raise NodeFsError("cannot create %s: %s" % (directory, exc.strerror or exc), directory) from None
-            os.chmod(here, mode)
             created.append(directory)
         return created
 
@@ -339,93 +452,108 @@ class NodeRoot:
         The directory must exist (see :meth:`make_dirs`). Raises NodeFsError naming the path; the
         old file is then intact.
         """
-        here = self.path(host_path)
-        directory, name = os.path.split(here)
-        self.remove_stale_temps(posixpath.dirname(node_model.normalize_host_path(host_path)), name)
-        if mode is None:
-            try:
-                mode = stat.S_IMODE(os.stat(here).st_mode)
-            except FileNotFoundError:
-                mode = 0o644
-            except OSError as exc:
-                raise NodeFsError("cannot stat %s: %s" % (host_path, exc.strerror or exc), host_path) from None
-        tmp = os.path.join(directory, temp_name_of(name, os.getpid(), os.urandom(4).hex()))
+        host_dir, name = posixpath.split(node_model.normalize_host_path(host_path))
+        self.remove_stale_temps(host_dir, name)
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
+            self._write_in(host_dir, name, host_path, data, mode, owner, check)
+        except _WalkError as exc:
             raise NodeFsError("cannot write in %s (for %s): %s; the file was left as it was"
-                              % (posixpath.dirname(host_path) or "/", host_path, exc.strerror or exc),
-                              host_path) from None
-        try:
+                              % (host_dir, host_path, exc), host_path) from None
+
+    def _write_in(self, host_dir, name, host_path, data, mode, owner, check):
+        with self.directory(host_dir) as dir_fd:
+            if mode is None:
+                try:
+                    mode = stat.S_IMODE(os.stat(name, dir_fd=dir_fd).st_mode)
+                except FileNotFoundError:
+                    mode = 0o644
+                except OSError as exc:
+                    raise NodeFsError("cannot stat %s: %s" % (host_path, exc.strerror or exc), host_path) from None
+            tmp = temp_name_of(name, os.getpid(), os.urandom(4).hex())
             try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                if owner is not None:
-                    os.chown(tmp, owner[0], owner[1])
-                os.chmod(tmp, mode)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                             dir_fd=dir_fd)
             except OSError as exc:
-                raise NodeFsError("cannot write %s: %s; the file was left as it was"
-                                  % (host_path, exc.strerror or exc), host_path) from None
-            if check is not None:
-                check(tmp)
+                raise NodeFsError("cannot write in %s (for %s): %s; the file was left as it was"
+                                  % (host_dir, host_path, exc.strerror or exc), host_path) from None
             try:
-                os.rename(tmp, here)
-            except OSError as exc:
-                raise NodeFsError("cannot replace %s: %s; the file was left as it was"
-                                  % (host_path, exc.strerror or exc), host_path) from None
-            tmp = None
-            self._sync_dir(directory)
-        finally:
-            if tmp is not None and os.path.lexists(tmp):
-                os.unlink(tmp)
+                try:
+                    with os.fdopen(fd, "wb") as handle:
+                        handle.write(data)
+                        handle.flush()
+                        if owner is not None:
+                            os.fchown(handle.fileno(), owner[0], owner[1])
+                        os.fchmod(handle.fileno(), mode)
+                        os.fsync(handle.fileno())
+                except OSError as exc:
+                    raise NodeFsError("cannot write %s: %s; the file was left as it was"
+                                      % (host_path, exc.strerror or exc), host_path) from None
+                if check is not None:
+                    check(_fd_path(dir_fd, tmp))
+                try:
+                    os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                except OSError as exc:
+                    raise NodeFsError("cannot replace %s: %s; the file was left as it was"
+                                      % (host_path, exc.strerror or exc), host_path) from None
+                tmp = None
+                _fsync(dir_fd)
+            finally:
+                if tmp is not None:
+                    _unlink_quietly(tmp, dir_fd)
 
     def symlink(self, host_path, target):
         """Atomically make ``host_path`` a symlink to ``target`` (written as given)."""
-        here = self.path(host_path)
-        directory, name = os.path.split(here)
-        self.remove_stale_temps(posixpath.dirname(node_model.normalize_host_path(host_path)), name)
-        tmp = os.path.join(directory, temp_name_of(name, os.getpid(), os.urandom(4).hex()))
-        try:
-            os.symlink(target, tmp)
-            os.rename(tmp, here)
-        except OSError as exc:
-            if os.path.lexists(tmp):
-                os.unlink(tmp)
-            raise NodeFsError("cannot make the link %s -> %s: %s" % (host_path, target, exc.strerror or exc),
-                              host_path) from None
-        self._sync_dir(directory)
+        host_dir, name = posixpath.split(node_model.normalize_host_path(host_path))
+        self.remove_stale_temps(host_dir, name)
+        with self.directory(host_dir) as dir_fd:
+            tmp = temp_name_of(name, os.getpid(), os.urandom(4).hex())
+            try:
+                os.symlink(target, tmp, dir_fd=dir_fd)
+                os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            except OSError as exc:
+                _unlink_quietly(tmp, dir_fd)
+                raise NodeFsError("cannot make the link %s -> %s: %s" % (host_path, target, exc.strerror or exc),
+                                  host_path) from None
+            _fsync(dir_fd)
 
     def mknod(self, host_path, kind, major, minor, mode, owner=(0, 0)):
         """Atomically make a ``char`` or ``block`` device node at ``host_path`` (mode exact, not
         masked; owner applied when running as root)."""
-        here = self.path(host_path)
-        directory, name = os.path.split(here)
-        self.remove_stale_temps(posixpath.dirname(node_model.normalize_host_path(host_path)), name)
-        tmp = os.path.join(directory, temp_name_of(name, os.getpid(), os.urandom(4).hex()))
+        host_dir, name = posixpath.split(node_model.normalize_host_path(host_path))
+        self.remove_stale_temps(host_dir, name)
         kind_bits = stat.S_IFCHR if kind == "char" else stat.S_IFBLK
-        try:
-            os.mknod(tmp, kind_bits | mode, os.makedev(major, minor))
+        with self.directory(host_dir) as dir_fd:
+            tmp = temp_name_of(name, os.getpid(), os.urandom(4).hex())
             try:
-                os.chmod(tmp, mode)
-                if owner is not None and os.geteuid() == 0:
-                    os.lchown(tmp, owner[0], owner[1])
-                os.rename(tmp, here)
-            except BaseException:
-                os.unlink(tmp)
-                raise
-        except OSError as exc:
-            raise NodeFsError("cannot create the device node %s (%s %d:%d): %s"
-                              % (host_path, kind, major, minor, exc.strerror or exc), host_path) from None
-        self._sync_dir(directory)
+                os.mknod(tmp, kind_bits | mode, os.makedev(major, minor), dir_fd=dir_fd)
+                try:
+                    # A device node is never opened here (that would open the device): its mode is
+                    # set by name, in a directory only this run writes the temporary name in.
+                    os.chmod(tmp, mode, dir_fd=dir_fd)
+                    if owner is not None and os.geteuid() == 0:
+                        os.chown(tmp, owner[0], owner[1], dir_fd=dir_fd, follow_symlinks=False)
+                    os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                except BaseException:
+                    _unlink_quietly(tmp, dir_fd)
+                    raise
+            except OSError as exc:
+                raise NodeFsError("cannot create the device node %s (%s %d:%d): %s"
+                                  % (host_path, kind, major, minor, exc.strerror or exc), host_path) from None
+            _fsync(dir_fd)
 
     def remove(self, host_path):
-        """Remove the file, link or node at ``host_path``; whether there was one."""
+        """Remove the file, link or node at ``host_path`` (a link itself, never what it points to);
+        whether there was one."""
+        host_dir, name = posixpath.split(node_model.normalize_host_path(host_path))
         try:
-            os.unlink(self.path(host_path))
+            with self.directory(host_dir) as dir_fd:
+                os.unlink(name, dir_fd=dir_fd)
         except FileNotFoundError:
             return False
+        except NodeFsError:
+            if not self.exists(host_dir):
+                return False
+            raise
         except OSError as exc:
             raise NodeFsError("cannot remove %s: %s" % (host_path, exc.strerror or exc), host_path) from None
         return True
@@ -434,22 +562,37 @@ class NodeRoot:
         """Set the permissions of the file, directory or node at ``host_path``. A symlink there is
         refused, not followed (Linux cannot change a link's own mode, and its target may be
         outside ``host_root``)."""
-        here = self.path(host_path)
-        if os.path.islink(here):
-            raise NodeFsError("%s is a symlink; its mode was left as it was" % host_path, host_path)
-        try:
-            os.chmod(here, mode)
-        except OSError as exc:
-            raise NodeFsError("cannot change the mode of %s: %s" % (host_path, exc.strerror or exc),
-                              host_path) from None
+        host_dir, name = posixpath.split(node_model.normalize_host_path(host_path))
+        with self.directory(host_dir) as dir_fd:
+            try:
+                # O_PATH opens the entry itself without opening a device or following a link; the
+                # mode is then set on that very inode through /proc.
+                fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            except OSError as exc:
+                raise NodeFsError("cannot change the mode of %s: %s" % (host_path, exc.strerror or exc),
+                                  host_path) from None
+            try:
+                if stat.S_ISLNK(os.fstat(fd).st_mode):
+                    raise NodeFsError("%s is a symlink; its mode was left as it was" % host_path, host_path)
+                os.chmod("/proc/self/fd/%d" % fd, mode)
+            except OSError as exc:
+                raise NodeFsError("cannot change the mode of %s: %s" % (host_path, exc.strerror or exc),
+                                  host_path) from None
+            finally:
+                os.close(fd)
 
     def remove_empty_dirs(self, host_dirs):
-        """rmdir each of ``host_dirs`` that is empty, deepest first; the ones removed."""
+        """rmdir each of ``host_dirs`` that is still an empty, real directory, deepest first; the
+        ones removed. A link, a file or a directory with anything in it is left as it is."""
         removed = []
         for directory in sorted(set(host_dirs), key=lambda d: (-d.count("/"), d)):
+            parent, name = posixpath.split(node_model.normalize_host_path(directory))
+            if not name:
+                continue
             try:
-                os.rmdir(self.path(directory))
-            except OSError:
+                with self.directory(parent) as dir_fd:
+                    os.rmdir(name, dir_fd=dir_fd)
+            except (OSError, NodeFsError):
                 continue  # not empty, not there, or not a directory: not ours to force
             removed.append(directory)
         return removed
@@ -458,18 +601,21 @@ class NodeRoot:
         """Remove temporary files this layer left in ``host_dir`` (for target ``name``, or all) from
         runs that were killed; the host paths removed. A temp file of a live process is kept."""
         removed = []
-        for entry in self.list_dir(host_dir):
-            match = TEMP_NAME.match(entry)
-            if not match or (name is not None and match.group("name") != name):
-                continue
-            if int(match.group("pid")) != os.getpid() and _pid_alive(int(match.group("pid"))):
-                continue
-            host_path = posixpath.join(node_model.normalize_host_path(host_dir), entry)
-            try:
-                os.unlink(self.path(host_path))
-            except OSError:
-                continue
-            removed.append(host_path)
+        try:
+            with self.directory(host_dir) as dir_fd:
+                for entry in sorted(os.listdir(dir_fd)):
+                    match = TEMP_NAME.match(entry)
+                    if not match or (name is not None and match.group("name") != name):
+                        continue
+                    if int(match.group("pid")) != os.getpid() and _pid_alive(int(match.group("pid"))):
+                        continue
+                    try:
+                        os.unlink(entry, dir_fd=dir_fd)
+                    except OSError:
+                        continue
+                    removed.append(posixpath.join(node_model.normalize_host_path(host_dir), entry))
+        except NodeFsError:
+            return []  # no such directory: nothing left there
         return removed
 
     def remove_tree(self, host_path):

@@ -634,3 +634,27 @@ def test_a_driver_file_linked_to_a_node_secret_is_not_mounted(cos_node, monkeypa
     assert result["changed"] and secret not in spec and posixpath.basename(planted) not in spec.replace(
         "libnvidia-ml.so.1", ""), spec
     assert "libcuda.so.535.104.12" in spec
+
+
+def test_a_forged_created_dirs_record_removes_nothing_outside_the_specs_own_directories(cos_node, monkeypatch, tmp_path):
+    """uninstall read the spec's header and removed every empty directory it listed, links followed out of the node."""
+    outside = tmp_path / "outside-node"
+    (outside / "empty").mkdir(parents=True)
+    decoys = ["/etc/empty-admin-dir", "/home/user/.ssh", "/var/lib/empty"]
+    for decoy in decoys:
+        cos_node.node_path(decoy).mkdir(parents=True, exist_ok=True)
+    cos_node.node_path("/escape").symlink_to(str(outside))  # absolute: outside the node if followed here
+    ok(cos_node, monkeypatch)
+    spec = cos_node.node_path(MANAGEMENT_PATH)
+    forged = decoys + ["/escape/empty", "/var/run/cdi/../../../escape/empty", "/", "/var/run/cdi", "/var/run"]
+    text = spec.read_text()
+    record = '# created_dirs: ["/var/run", "/var/run/cdi"]'
+    assert record in text  # the fake node has no /var/run: the write made both
+    spec.write_text(text.replace(record, "# created_dirs: %s" % json.dumps(forged)))
+    cos_node.node_path("/var/run/keep").write_text("")  # /var/run is no longer empty
+    result = ok(cos_node, monkeypatch, state="absent")
+    assert not spec.exists()
+    # Only the spec's own directory and its parents are its to remove, and only when empty.
+    assert result.get("removed_dirs") == ["/var/run/cdi"], result
+    assert (outside / "empty").is_dir()
+    assert all(cos_node.node_path(decoy).is_dir() for decoy in decoys)

@@ -164,3 +164,36 @@ def test_a_write_that_cannot_be_made_leaves_the_old_file(tmp_path, where):
     assert result["_rc"] != 0 and reason in result["msg"] and "/config.toml" in result["msg"], result
     assert seen[str(tmp_path / "config.toml")] == "old"
     assert seen[str(tmp_path)] == ([".filler", "config.toml"] if where == "full disk" else ["config.toml"])
+
+
+SWAPS = {
+    # what replaces /etc/containerd between the controller's read and the write
+    "absolute link to a directory outside the node": lambda outside: str(outside),
+    "relative link climbing out of the node": lambda outside: "../../" + outside.name,
+    "absolute link to the outside's parent": lambda outside: str(outside.parent),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SWAPS))
+@pytest.mark.parametrize("expect", ["expect_absent", "expect_sha256"])
+def test_a_directory_swapped_for_a_link_after_the_read_never_takes_the_write_outside(tmp_path, monkeypatch, case, expect):
+    """The read-ahead read /etc/containerd/config.toml; then /etc/containerd became a link out of the node."""
+    node = tmp_path / "node"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (node / "etc" / "containerd").mkdir(parents=True)
+    args = {"host_root": str(node), "path": PATH, "content": "version = 2\n"}
+    if expect == "expect_absent":
+        args["expect_absent"] = True
+    else:
+        (node / "etc" / "containerd" / "config.toml").write_text("version = 2\n# old\n")
+        (outside / "config.toml").write_text("version = 2\n# old\n")  # the same bytes outside: the hash matches
+        args["expect_sha256"] = hashlib.sha256(b"version = 2\n# old\n").hexdigest()
+    os.rename(node / "etc" / "containerd", node / "etc" / "containerd.moved")
+    os.symlink(SWAPS[case](outside), node / "etc" / "containerd")
+    before = sorted(os.listdir(outside)), [p.read_bytes() for p in sorted(outside.iterdir())]
+    result, failed = run_module(node_file_write.main, args, monkeypatch=monkeypatch)
+    assert (sorted(os.listdir(outside)), [p.read_bytes() for p in sorted(outside.iterdir())]) == before
+    assert not list(tmp_path.glob("*.gpn-tmp.*")) and not list(outside.glob(".*gpn-tmp*"))
+    # Inside the node the link is resolved as the node resolves it: there is no such directory.
+    assert failed and "/etc/containerd" in result["msg"], result

@@ -523,7 +523,9 @@ def test_a_read_only_install_dir_fails_cleanly_with_the_old_install_intact(node,
     assert remove["failed"] and "cannot remove %s/" % INSTALL in remove["msg"] and "Read-only" in remove["msg"]
     assert remove["after"] == update["before"]
     # With the live mount table, the mount check names the read-only mount before any write.
-    live = f"rm {table}\nln -s /proc/self/mountinfo {table}\n"
+    # Bound, not linked (a link to this machine's /proc is outside the node, and never followed):
+    # the table of the shell's pid, which becomes the module's Python (exec).
+    live = f"mount --bind /proc/$$/mountinfo {table}\n"
     (named,) = in_namespace(node, setup + "\n" + live, [args_of(node)])
     assert named["failed"] and "is on the read-only mount %s" % node.node_path(INSTALL) in named["msg"], named
     assert named["after"] == update["before"]
