@@ -86,6 +86,34 @@ def file_type(mode):
     return "other"
 
 
+def _observe_in(dir_fd, name, digest):
+    try:
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    found = {
+        "type": file_type(info.st_mode),
+        "mode": stat.S_IMODE(info.st_mode),
+        "uid": info.st_uid,
+        "gid": info.st_gid,
+        "size": info.st_size,
+    }
+    if found["type"] == "symlink":
+        found["target"] = os.readlink(name, dir_fd=dir_fd)
+    elif found["type"] in ("char", "block"):
+        found.update(major=os.major(info.st_rdev), minor=os.minor(info.st_rdev))
+    elif found["type"] == "file" and digest:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+        with os.fdopen(fd, "rb") as handle:
+            found["sha256"] = _digest_handle(handle)
+    return found
+
+
+def _fd_dir(dir_fd):
+    """A path to the directory open as ``dir_fd`` that no link can redirect (Linux's /proc)."""
+    return "/proc/self/fd/%d" % dir_fd
+
+
 def _fd_path(dir_fd, name):
     """A path naming ``name`` in the directory open as ``dir_fd``, for another process (a validate
     command) to read: through this process's /proc entry, so no link swapped in meanwhile counts."""
@@ -117,10 +145,14 @@ def _refuse_unless_file(host_path, mode):
 
 def digest_file(path, algorithm="sha256"):
     """Hex digest of the file at ``path`` (a path on this machine), read in 1 MiB blocks."""
-    digest = hashlib.new(algorithm)
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+        return _digest_handle(handle, algorithm)
+
+
+def _digest_handle(handle, algorithm="sha256"):
+    digest = hashlib.new(algorithm)
+    for block in iter(lambda: handle.read(1 << 20), b""):
+        digest.update(block)
     return digest.hexdigest()
 
 
@@ -308,33 +340,23 @@ class NodeRoot:
         ``{"type", "mode", "uid", "gid", "size"}``, plus ``target`` for a symlink, ``major`` and
         ``minor`` for a device, and ``sha256`` for a file when ``digest``.
         """
-        here = self.path(host_path)
+        host_dir, name = posixpath.split(node_model.normalize_host_path(host_path))
         try:
-            info = os.lstat(here)
-        except FileNotFoundError:
+            with self.directory(host_dir) as dir_fd:
+                return _observe_in(dir_fd, name, digest) if name else _observe_in(dir_fd, ".", digest)
+        except _WalkError:
             return None
-        except NotADirectoryError:
-            return None
-        found = {
-            "type": file_type(info.st_mode),
-            "mode": stat.S_IMODE(info.st_mode),
-            "uid": info.st_uid,
-            "gid": info.st_gid,
-            "size": info.st_size,
-        }
-        if found["type"] == "symlink":
-            found["target"] = os.readlink(here)
-        elif found["type"] in ("char", "block"):
-            found.update(major=os.major(info.st_rdev), minor=os.minor(info.st_rdev))
-        elif found["type"] == "file" and digest:
-            found["sha256"] = digest_file(here)
-        return found
 
     def exists(self, host_path):
-        return os.path.lexists(self.path(host_path))
+        return self.observe(host_path) is not None
 
     def is_dir(self, host_path):
-        return os.path.isdir(self.path(host_path))
+        """Whether ``host_path`` is a directory, links resolved inside host_root."""
+        try:
+            with self.directory(host_path):
+                return True
+        except _WalkError:
+            return False
 
     def read_bytes(self, host_path, max_size=None):
         """The bytes of the regular file at ``host_path`` (links followed on this machine), or None
@@ -399,15 +421,16 @@ class NodeRoot:
     def list_dir(self, host_dir):
         """Sorted names in ``host_dir``; ``[]`` when it does not exist."""
         try:
-            return sorted(os.listdir(self.path(host_dir)))
-        except (FileNotFoundError, NotADirectoryError):
+            with self.directory(host_dir) as dir_fd:
+                return sorted(os.listdir(dir_fd))
+        except _WalkError:
             return []
 
     def missing_dirs(self, host_dir):
         """The directories ``make_dirs(host_dir)`` would create, outermost first."""
         missing = []
         current = node_model.normalize_host_path(host_dir)
-        while not os.path.isdir(self.path(current)):
+        while not self.is_dir(current):
             missing.append(current)
             parent = posixpath.dirname(current)
             if parent == current:
@@ -621,18 +644,24 @@ class NodeRoot:
     def remove_tree(self, host_path):
         """Remove the directory ``host_path`` and everything in it, following no link; whether
         there was one. Anything but a directory there is refused and left as it was."""
-        here = self.path(host_path)
+        parent, name = posixpath.split(node_model.normalize_host_path(host_path))
         try:
-            info = os.lstat(here)
-        except (FileNotFoundError, NotADirectoryError):
+            with self.directory(parent) as dir_fd:
+                try:
+                    info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                except (FileNotFoundError, NotADirectoryError):
+                    return False
+                if not stat.S_ISDIR(info.st_mode):
+                    raise NodeFsError("%s is a %s, not a directory; it was left as it was"
+                                      % (host_path, file_type(info.st_mode)), host_path)
+                try:
+                    # shutil.rmtree follows no link inside; the path reaches the directory through
+                    # the open fd of its parent, so no link on the way to it counts either.
+                    shutil.rmtree(os.path.join(_fd_dir(dir_fd), name))
+                except OSError as exc:
+                    raise NodeFsError("cannot remove %s: %s" % (host_path, exc.strerror or exc), host_path) from None
+        except _WalkError:
             return False
-        if not stat.S_ISDIR(info.st_mode):
-            raise NodeFsError("%s is a %s, not a directory; it was left as it was" % (host_path, file_type(info.st_mode)),
-                              host_path)
-        try:
-            shutil.rmtree(here)
-        except OSError as exc:
-            raise NodeFsError("cannot remove %s: %s" % (host_path, exc.strerror or exc), host_path) from None
         return True
 
     def remove_stale_stages(self, host_dir, prefix=STAGE_PREFIX):
@@ -668,8 +697,14 @@ class NodeRoot:
         directory is always removed, and those of killed runs too (:meth:`remove_stale_stages`).
         """
         host_dir = node_model.normalize_host_path(host_dir)
-        here = self.path(host_dir)
         self.remove_stale_stages(host_dir, prefix)
+        try:
+            with self.directory(host_dir) as dir_fd:
+                self._swap_in(_fd_dir(dir_fd), host_dir, entries, owner, prefix)
+        except _WalkError as exc:
+            raise NodeFsError("cannot write in %s: %s; nothing was changed" % (host_dir, exc), host_dir) from None
+
+    def _swap_in(self, here, host_dir, entries, owner, prefix):
         stage = os.path.join(here, "%s%d.%s" % (prefix, os.getpid(), os.urandom(4).hex()))
         try:
             os.mkdir(stage, 0o700)

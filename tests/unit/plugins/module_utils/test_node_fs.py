@@ -354,7 +354,7 @@ def test_swap_in_puts_back_what_it_replaced_when_a_rename_fails(node, tmp_path, 
 
 
 def test_swap_in_into_a_missing_directory_changes_nothing(node):
-    with pytest.raises(NodeFsError, match="cannot write in /opt: No such file or directory; nothing was changed"):
+    with pytest.raises(NodeFsError, match="cannot write in /opt: /opt does not exist; nothing was changed"):
         node.swap_in("/opt", {"a": {"type": "file", "data": b"", "mode": 0o644}})
 
 
@@ -375,3 +375,55 @@ def test_stale_stages_of_killed_runs_are_removed(node, tmp_path):
     with pytest.raises(NodeFsError, match="is a file, not a directory; it was left as it was"):
         node.remove_tree("/opt/" + node_fs.STAGE_PREFIX + "file")
     assert node.remove_tree("/opt/missing") is False
+
+
+OPERATIONS = {
+    "write": lambda n: n.write("/etc/containerd/config.toml", b"version = 2\n"),
+    "symlink": lambda n: n.symlink("/etc/containerd/link", "/bin/sh"),
+    "mknod": lambda n: n.mknod("/etc/containerd/nvidiactl", "char", 195, 255, 0o666),
+    "remove": lambda n: n.remove("/etc/containerd/config.toml"),
+    "chmod": lambda n: n.chmod("/etc/containerd/config.toml", 0o777),
+    "make_dirs": lambda n: n.make_dirs("/etc/containerd/new/deeper"),
+    "remove_empty_dirs": lambda n: n.remove_empty_dirs(["/etc/containerd/empty"]),
+    "remove_tree": lambda n: n.remove_tree("/etc/containerd/tree"),
+    "swap_in": lambda n: n.swap_in("/etc/containerd", {"config.toml": {"type": "file", "data": b"x", "mode": 0o644}}),
+    "remove_stale_temps": lambda n: n.remove_stale_temps("/etc/containerd"),
+    "read_bytes": lambda n: n.read_bytes("/etc/containerd/config.toml"),
+    "observe": lambda n: n.observe("/etc/containerd/config.toml", digest=True),
+    "list_dir": lambda n: n.list_dir("/etc/containerd"),
+}
+ESCAPES = {
+    "absolute link": lambda outside: str(outside),
+    "relative link out": lambda outside: "../../outside",
+}
+
+
+def _outside_state(outside):
+    return sorted((str(p.relative_to(outside)), p.is_dir(), p.read_bytes() if p.is_file() else None,
+                   stat.S_IMODE(p.lstat().st_mode)) for p in outside.rglob("*"))
+
+
+@pytest.mark.parametrize("escape", sorted(ESCAPES))
+@pytest.mark.parametrize("operation", sorted(OPERATIONS))
+def test_no_operation_reaches_outside_host_root_through_a_link(tmp_path, operation, escape):
+    """/etc/containerd on the node is a link out of it (planted, or swapped in since the read):
+    whatever the operation, nothing outside host_root is read, changed or removed."""
+    root = tmp_path / "node"
+    outside = tmp_path / "outside"
+    for where in (outside, root / "etc" / "inside"):
+        (where / "empty").mkdir(parents=True)
+        (where / "tree").mkdir()
+        (where / "tree" / "file").write_text("secret\n")
+        (where / "config.toml").write_text("secret\n")
+        os.chmod(where / "config.toml", 0o600)
+        (where / ".config.toml.gpn-tmp.1.ab").write_text("a temp name of a dead run\n")
+    os.symlink(ESCAPES[escape](outside), root / "etc" / "containerd")
+    before = _outside_state(outside)
+    node = NodeRoot(str(root))
+    try:
+        found = OPERATIONS[operation](node)
+    except NodeFsError:
+        found = None
+    assert _outside_state(outside) == before
+    # Read, the link is resolved inside the node, where it leads nowhere: nothing of outside comes back.
+    assert found in (None, [], False, True) or "secret" not in repr(found), found
