@@ -109,6 +109,25 @@ def _observe_in(dir_fd, name, digest):
     return found
 
 
+def _copy_xattrs(src_fd, dst_fd, host_path):
+    """The extended attributes of the file being replaced onto its replacement: POSIX ACLs
+    (``system.posix_acl_*``), ``user.*`` attributes and SELinux labels survive a rewrite as mode and
+    owner do. One that cannot be kept fails the write, and the file stays as it was."""
+    try:
+        names = os.listxattr(src_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            return  # a file system without them: nothing to keep
+        raise NodeFsError("cannot read the extended attributes of %s: %s; the file was left as it was"
+                          % (host_path, exc.strerror or exc), host_path) from None
+    for attribute in names:
+        try:
+            os.setxattr(dst_fd, attribute, os.getxattr(src_fd, attribute))
+        except OSError as exc:
+            raise NodeFsError("cannot keep the extended attribute %s of %s: %s; the file was left as it was"
+                              % (attribute, host_path, exc.strerror or exc), host_path) from None
+
+
 def _fd_dir(dir_fd):
     """A path to the directory open as ``dir_fd`` that no link can redirect (Linux's /proc)."""
     return "/proc/self/fd/%d" % dir_fd
@@ -485,44 +504,60 @@ class NodeRoot:
 
     def _write_in(self, host_dir, name, host_path, data, mode, owner, check):
         with self.directory(host_dir) as dir_fd:
-            if mode is None:
-                try:
-                    mode = stat.S_IMODE(os.stat(name, dir_fd=dir_fd).st_mode)
-                except FileNotFoundError:
-                    mode = 0o644
-                except OSError as exc:
-                    raise NodeFsError("cannot stat %s: %s" % (host_path, exc.strerror or exc), host_path) from None
-            tmp = temp_name_of(name, os.getpid(), os.urandom(4).hex())
             try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                             dir_fd=dir_fd)
+                old_fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
+                                 dir_fd=dir_fd)
+            except FileNotFoundError:
+                old_fd = None
             except OSError as exc:
-                raise NodeFsError("cannot write in %s (for %s): %s; the file was left as it was"
-                                  % (host_dir, host_path, exc.strerror or exc), host_path) from None
+                if exc.errno != errno.ELOOP:  # a link there is replaced, not followed
+                    raise NodeFsError("cannot open %s: %s" % (host_path, exc.strerror or exc), host_path) from None
+                old_fd = None
             try:
-                try:
-                    with os.fdopen(fd, "wb") as handle:
-                        handle.write(data)
-                        handle.flush()
-                        if owner is not None:
-                            os.fchown(handle.fileno(), owner[0], owner[1])
-                        os.fchmod(handle.fileno(), mode)
-                        os.fsync(handle.fileno())
-                except OSError as exc:
-                    raise NodeFsError("cannot write %s: %s; the file was left as it was"
-                                      % (host_path, exc.strerror or exc), host_path) from None
-                if check is not None:
-                    check(_fd_path(dir_fd, tmp))
-                try:
-                    os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-                except OSError as exc:
-                    raise NodeFsError("cannot replace %s: %s; the file was left as it was"
-                                      % (host_path, exc.strerror or exc), host_path) from None
-                tmp = None
-                _fsync(dir_fd)
+                if old_fd is not None and not stat.S_ISREG(os.fstat(old_fd).st_mode):
+                    os.close(old_fd)
+                    old_fd = None
+                if mode is None:
+                    mode = stat.S_IMODE(os.fstat(old_fd).st_mode) if old_fd is not None else 0o644
+                self._replace_in(dir_fd, name, host_dir, host_path, data, mode, owner, check, old_fd)
             finally:
-                if tmp is not None:
-                    _unlink_quietly(tmp, dir_fd)
+                if old_fd is not None:
+                    os.close(old_fd)
+
+    def _replace_in(self, dir_fd, name, host_dir, host_path, data, mode, owner, check, old_fd):
+        tmp = temp_name_of(name, os.getpid(), os.urandom(4).hex())
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                         dir_fd=dir_fd)
+        except OSError as exc:
+            raise NodeFsError("cannot write in %s (for %s): %s; the file was left as it was"
+                              % (host_dir, host_path, exc.strerror or exc), host_path) from None
+        try:
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    if owner is not None:
+                        os.fchown(handle.fileno(), owner[0], owner[1])
+                    if old_fd is not None:
+                        _copy_xattrs(old_fd, handle.fileno(), host_path)
+                    os.fchmod(handle.fileno(), mode)
+                    os.fsync(handle.fileno())
+            except OSError as exc:
+                raise NodeFsError("cannot write %s: %s; the file was left as it was"
+                                  % (host_path, exc.strerror or exc), host_path) from None
+            if check is not None:
+                check(_fd_path(dir_fd, tmp))
+            try:
+                os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            except OSError as exc:
+                raise NodeFsError("cannot replace %s: %s; the file was left as it was"
+                                  % (host_path, exc.strerror or exc), host_path) from None
+            tmp = None
+            _fsync(dir_fd)
+        finally:
+            if tmp is not None:
+                _unlink_quietly(tmp, dir_fd)
 
     def symlink(self, host_path, target):
         """Atomically make ``host_path`` a symlink to ``target`` (written as given)."""

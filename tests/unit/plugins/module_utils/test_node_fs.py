@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import stat
 import subprocess
@@ -427,3 +428,48 @@ def test_no_operation_reaches_outside_host_root_through_a_link(tmp_path, operati
     assert _outside_state(outside) == before
     # Read, the link is resolved inside the node, where it leads nowhere: nothing of outside comes back.
     assert found in (None, [], False, True) or "secret" not in repr(found), found
+
+
+def _acl(*entries):
+    """A POSIX ACL as the kernel stores it in system.posix_acl_access (version 2)."""
+    import struct
+    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", tag, perm, uid) for tag, perm, uid in entries)
+
+
+UNDEFINED_ID = 0xFFFFFFFF
+# user::rw- user:1000:r-- group::r-- mask::r-- other::---
+ACL_1000 = _acl((0x01, 6, UNDEFINED_ID), (0x02, 4, 1000), (0x04, 4, UNDEFINED_ID), (0x10, 4, UNDEFINED_ID),
+                (0x20, 0, UNDEFINED_ID))
+
+
+@pytest.mark.parametrize("attributes", [
+    {"user.backup-policy": b"keep"},
+    {"system.posix_acl_access": ACL_1000},
+    {"user.a": b"1", "user.b": b"\x00\xff", "system.posix_acl_access": ACL_1000},
+], ids=["a user attribute", "an ACL", "both"])
+def test_extended_attributes_and_acls_survive_a_rewrite(node, tmp_path, attributes):
+    target = tmp_path / "etc" / "containerd" / "config.toml"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"version = 2\n")
+    os.chmod(target, 0o640)
+    for name, value in attributes.items():
+        os.setxattr(target, name, value)
+    node.write("/etc/containerd/config.toml", b"version = 2\n# edited\n")
+    assert target.read_bytes() == b"version = 2\n# edited\n"
+    assert {name: os.getxattr(target, name) for name in os.listxattr(target)} == attributes
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_an_attribute_that_cannot_be_kept_fails_the_write_and_keeps_the_file(node, tmp_path, monkeypatch):
+    target = tmp_path / "config.toml"
+    target.write_bytes(b"old\n")
+    os.setxattr(target, "user.keep", b"1")
+
+    def refuse(*args, **kwargs):
+        raise OSError(95, "Operation not supported")
+
+    monkeypatch.setattr(node_fs.os, "setxattr", refuse)
+    with pytest.raises(NodeFsError, match=re.escape("cannot keep the extended attribute user.keep of /config.toml: "
+                                                    "Operation not supported; the file was left as it was")):
+        node.write("/config.toml", b"new\n")
+    assert target.read_bytes() == b"old\n" and os.listdir(tmp_path) == ["config.toml"]
