@@ -531,16 +531,7 @@ def created_dirs_for(spec_dir, made_now, recorded, sibling_records):
     wanted = set(made_now) | set(recorded)
     for dirs in sibling_records:
         wanted.update(dirs)
-    return own_dirs(spec_dir, wanted)
-
-
-def own_dirs(spec_dir, dirs):
-    """Those of ``dirs`` a spec in ``spec_dir`` may record and remove: ``spec_dir`` and its parents,
-    whatever a forged record lists (``/etc``, ``/home/user/.ssh``...)."""
-    spec_dir = node_model.normalize_host_path(spec_dir)
-    return sorted({node_model.normalize_host_path(d) for d in dirs
-                   if node_model.normalize_host_path(d) == spec_dir
-                   or spec_dir.startswith(node_model.normalize_host_path(d).rstrip("/") + "/")} - {"/"})
+    return node_model.own_dirs(spec_dir, wanted)
 
 
 def declared_kind(text):

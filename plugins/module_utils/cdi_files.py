@@ -15,7 +15,7 @@ import posixpath
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import cdi, discovery, node_fs
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import NodeError, node_argument_spec
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import NodeError, node_argument_spec, own_dirs
 
 FILE_MODE = 0o644
 # How much of a sibling spec is read for its created_dirs record (it is in the header).
@@ -123,7 +123,7 @@ def remove(run, path, target, before_text, result):
     except node_fs.NodeFsError as exc:
         raise CdiFileError(str(exc), **dict(result, changed=False, changes=[])) from None
     result["removed_dirs"] = run.node.remove_empty_dirs(
-        cdi.own_dirs(posixpath.dirname(target), cdi.recorded_created_dirs(before_text)))
+        own_dirs(posixpath.dirname(target), cdi.recorded_created_dirs(before_text)))
     result["changes"].extend({"path": d, "action": "removed"} for d in result["removed_dirs"])
 
 

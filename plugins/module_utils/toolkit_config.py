@@ -160,6 +160,14 @@ def wanted_settings(install_dir, driver_root, ldconfig, mode="auto", runtimes=No
     return merge(wanted, settings)
 
 
+def foreign_keys(data, settings=None):
+    """The dotted keys of the config ``data`` that this module never sets (with ``settings``, the
+    option's own keys): what someone else put in the file, which state=absent must not delete."""
+    ours = {keys for keys, _value in flatten(wanted_settings("/", "/", "@/sbin/ldconfig", default_kind="a/b",
+                                                             annotation_prefixes=[], spec_dirs=[], settings=settings))}
+    return [".".join(keys) for keys, _value in flatten(data) if keys not in ours]
+
+
 def flatten(settings, prefix=()):
     """``[(("a", "b"), value), ...]`` for each leaf of a nested dict, in order."""
     items = []

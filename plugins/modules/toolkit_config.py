@@ -115,10 +115,13 @@ options:
     default: {}
   state:
     description:
-      - V(present) writes the file; V(absent) removes it.
+      - V(present) writes the file; V(absent) removes a file V(present) created, and only while it holds
+        nothing but the keys this module sets (with O(settings), those too).
       - A file V(present) created opens with a C(gpu_node.container_toolkit) C(created) comment naming the
         directories its write created (C(.config/nvidia-container-runtime) under O(install_dir)); V(absent)
-        removes those again, each only when it is empty.
+        removes those again, each only when it is empty, and none but the file's own directory and its parents.
+      - A file that was there before V(present) edited it is the administrator's, and keys added by hand since
+        make a created file theirs too; V(absent) leaves such a file as it is and says why (RV(kept)).
     type: str
     choices: [present, absent]
     default: present
@@ -204,6 +207,11 @@ backup_file:
   returned: when O(backup=true) and the file was replaced
   type: str
   sample: /usr/local/nvidia/toolkit/.config/nvidia-container-runtime/config.toml.123.2024-01-01@10:00:00~
+kept:
+  description: O(state=absent) - why the file was left as it is (this module did not create it, or keys were added to it).
+  returned: when O(state=absent) left an existing file alone
+  type: str
+  sample: "it holds keys this module does not set (nvidia-container-cli.debug), added since it was created"
 removed_dirs:
   description: O(state=absent) - the directories created for the file that were removed again (empty in check mode).
   returned: when O(state=absent) removed a file this module created

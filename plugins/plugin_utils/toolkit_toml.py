@@ -11,12 +11,14 @@ it is. The decisions come from ``module_utils/toolkit_config.py``; the lines are
 
 from __future__ import annotations
 
+import posixpath
+
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_config as tc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import text_diff
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import normalize_host_path
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import normalize_host_path, own_dirs
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import missing_dirs, parent_dirs
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import (
     TomlDocument,
@@ -58,6 +60,23 @@ def runtime_binary(text, name="runc"):
     return binary if isinstance(binary, str) and binary else None
 
 
+def why_kept(node_file, settings):
+    """Why state=absent leaves the file alone, or None when it may go: only a file this module
+    created, holding nothing but what it sets, is removed."""
+    if not node_file.exists:
+        return None
+    if edit_journal.created_record(node_file.text) is None:
+        return ("this module did not create it (it only set keys in it), so it stays, with them; "
+                "remove it or the keys by hand if they must go")
+    try:
+        foreign = tc.foreign_keys(load(node_file.text, node_file.host_path), settings)
+    except TomlEditError as exc:
+        return "it cannot be read as TOML (%s)" % exc
+    if foreign:
+        return "it holds keys this module does not set (%s), added since it was created" % ", ".join(foreign[:5])
+    return None
+
+
 def converge(files, args, check_mode, diff_mode):
     """The toolkit_config task on validated ``args``, reading and writing through ``files`` (a
     :class:`~.node_files.NodeFiles`): its result."""
@@ -76,12 +95,17 @@ def converge(files, args, check_mode, diff_mode):
     if node_file.link_note():
         out["symlinks"] = [node_file.link_note()]
     if args["state"] == "absent":
+        kept = why_kept(node_file, args.get("settings"))
+        if kept:
+            out.update(changed=False, kept=kept, changes=["%s: kept: %s" % (node_file.host_path, kept)])
+            return out
         changed = files.remove(node_file, check_mode)
         out.update(changed=changed, changes=["%s: present (removed)" % node_file.host_path] if changed else [])
         # The directories the first write made for it go too, each only when it is empty.
         record = edit_journal.created_record(node_file.text) if changed else None
         if record is not None:
-            dirs = sorted(record[1], key=lambda d: (-d.count("/"), d))
+            dirs = sorted(own_dirs(posixpath.dirname(node_file.host_path), record[1]),
+                          key=lambda d: (-d.count("/"), d))
             out["removed_dirs"] = files.remove_empty_dirs(host_root, dirs, check_mode)
             out["changes"].extend("directory %s: created by this module (%s)" % (
                 d, "removed" if d in out["removed_dirs"] else "removed when empty" if check_mode else "kept: not empty")

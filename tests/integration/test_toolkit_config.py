@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import tomlkit
 from ansible_runner import run_module
 
@@ -134,3 +135,52 @@ def test_wrong_arguments_are_refused_as_a_module_would(cos_node):
     assert "runtime_mode must be one of: auto, cdi, legacy, csv, got: gpu" in result["msg"], result["msg"]
     unknown = run_module("toolkit_config", {"host_root": str(cos_node.root), "colour": 1})
     assert unknown["_rc"] != 0 and "Unsupported parameters" in unknown["msg"] and "colour" in unknown["msg"]
+
+
+def _absent_cases(node, case):
+    """Provision the file as ``case`` says; returns (path, its text before absent, expected 'kept' words)."""
+    config = Path(node.node_path(COS_CONFIG))
+    args = {"host_root": str(node.root), "install_dir": COS_TOOLKIT}
+    if case == "an administrator's own file, edited":
+        config.parent.mkdir(parents=True)
+        config.write_text('# ours, not the playbook\'s\n[nvidia-container-cli]\n  debug = "/var/log/cli.log"\n')
+        assert run_module("toolkit_config", args)["changed"] is True
+        return config, "did not create it"
+    assert run_module("toolkit_config", args)["changed"] is True
+    if case == "created, then a key added by hand":
+        config.write_text(config.read_text() + '\n[nvidia-container-cli]\n  debug = "/var/log/cli.log"\n'
+                          if "[nvidia-container-cli]" not in config.read_text() else
+                          config.read_text().replace("[nvidia-container-cli]\n", '[nvidia-container-cli]\ndebug = "/x"\n', 1))
+        return config, "nvidia-container-cli.debug"
+    if case == "created, then a table added by hand":
+        config.write_text(config.read_text() + '\n[experimental]\n  feature = true\n')
+        return config, "experimental.feature"
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case", ["an administrator's own file, edited", "created, then a key added by hand",
+                                  "created, then a table added by hand"])
+def test_absent_keeps_a_file_that_is_not_only_its_own(cos_node, case):
+    config, kept_words = _absent_cases(cos_node, case)
+    before = config.read_bytes()
+    for check in (True, False):
+        result = run_module("toolkit_config", {"host_root": str(cos_node.root), "install_dir": COS_TOOLKIT, "state": "absent"},
+                            check=check)
+        assert result["_rc"] == 0 and result["changed"] is False and kept_words in result["kept"], result
+        assert config.read_bytes() == before
+
+
+def test_absent_removes_its_own_untouched_file_and_only_its_own_directories(cos_node):
+    config = Path(cos_node.node_path(COS_CONFIG))
+    assert run_module("toolkit_config", {"host_root": str(cos_node.root), "install_dir": COS_TOOLKIT})["changed"] is True
+    decoy = Path(cos_node.node_path("/etc/empty-admin-dir"))
+    decoy.mkdir(parents=True)
+    text = config.read_text()
+    forged = text.replace('when empty: ["', 'when empty: ["/etc/empty-admin-dir", "/etc", "', 1)
+    assert forged != text, text.splitlines()[0]
+    config.write_text(forged)
+    result = run_module("toolkit_config", {"host_root": str(cos_node.root), "install_dir": COS_TOOLKIT, "state": "absent"})
+    assert result["changed"] is True and not config.exists()
+    assert result["removed_dirs"] == [COS_TOOLKIT + "/.config/nvidia-container-runtime", COS_TOOLKIT + "/.config",
+                                      COS_TOOLKIT]
+    assert decoy.is_dir()
