@@ -73,7 +73,7 @@ class ActionModule(NodeActionBase):
                 removed.append(backup)
                 changes.append("backup %s: made by this module (removed)" % backup)
         removed_dirs = files.remove_empty_dirs(host_root, sorted(set(dirs), key=lambda d: (-d.count("/"), d)),
-                                               check_mode)
+                                               check_mode, owners=[node_file.host_path for node_file, _after in given_back])
         changes.extend("directory %s: created by this module (removed)" % d for d in removed_dirs)
         return {"removed": removed, "changes": changes, "removed_dirs": removed_dirs}
 
@@ -184,7 +184,8 @@ class ActionModule(NodeActionBase):
                     backup_files[target.host_path] = backup_file
         if plan["remove_dirs"]:
             # The directories the removed files' writes created, each only when it is empty now.
-            removed_dirs = files.remove_empty_dirs(host_root, plan["remove_dirs"], check_mode)
+            removed_dirs = files.remove_empty_dirs(host_root, plan["remove_dirs"], check_mode,
+                                                   owners=[f.host_path for f in (root, drop) if f])
             out["removed_dirs"] = removed_dirs
             out["changes"].extend("directory %s: created by this module (%s)" % (
                 d, "removed" if d in removed_dirs else "removed when empty" if check_mode else "kept: not empty")

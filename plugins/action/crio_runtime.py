@@ -85,7 +85,7 @@ class ActionModule(NodeActionBase):
                 files.remove(drop_in, check_mode)
                 dirs = crio.created_dirs_of(current)
                 if dirs and not check_mode:
-                    out["removed_dirs"] = files.remove_empty_dirs(host_root, dirs, check_mode)
+                    out["removed_dirs"] = files.remove_empty_dirs(host_root, dirs, check_mode, owners=[drop_in.host_path])
             if args["remove_backups"]:
                 self._remove_backups(files, drop_in, current, check_mode, out)
         out["changed"] = bool(out["changes"])
@@ -137,4 +137,5 @@ class ActionModule(NodeActionBase):
         out["changes"].extend("backup %s: made by this module (removed)" % c for c in removed)
         if current is None and dirs and not check_mode:
             out["removed_dirs"] = files.remove_empty_dirs(
-                drop_in.host_root, sorted(set(dirs), key=lambda d: (-d.count("/"), d)), check_mode)
+                drop_in.host_root, sorted(set(dirs), key=lambda d: (-d.count("/"), d)), check_mode,
+                owners=[drop_in.host_path])

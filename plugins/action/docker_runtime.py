@@ -104,7 +104,7 @@ class ActionModule(NodeActionBase):
         for step in steps:
             changed = step() or changed
         if plan["remove_dirs"]:
-            removed = files.remove_empty_dirs(host_root, plan["remove_dirs"], check_mode)
+            removed = files.remove_empty_dirs(host_root, plan["remove_dirs"], check_mode, owners=[config.host_path])
             out["removed_dirs"] = removed
             out["changes"].extend(
                 "directory %s: created by this module (%s)" % (d, "removed" if d in removed else "removed when empty" if check_mode else "kept: not empty")
@@ -150,5 +150,6 @@ class ActionModule(NodeActionBase):
         ours, dirs = dc.own_backups(config.host_path, dict(zip(candidates, texts)), given_back)
         for backup in ours:
             files.remove(NodeFile(config.host_root, backup, backup, True, "", []), check_mode)
-        removed_dirs = files.remove_empty_dirs(config.host_root, dirs, check_mode) if given_back is None else []
+        removed_dirs = (files.remove_empty_dirs(config.host_root, dirs, check_mode, owners=[config.host_path])
+                        if given_back is None else [])
         return ours, removed_dirs

@@ -33,6 +33,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_mo
     host_path_of,
     node_path,
     normalize_host_path,
+    own_dirs,
 )
 
 INFO_MODULE = "gpu_node.container_toolkit.node_files_info"
@@ -265,10 +266,14 @@ class NodeFiles:
             raise NodeFileError("could not remove %s: %s" % (node_file.host_path, result.get("msg")))
         return True
 
-    def remove_empty_dirs(self, host_root, host_dirs, check_mode):
+    def remove_empty_dirs(self, host_root, host_dirs, check_mode, owners):
         """``rmdir`` each of ``host_dirs`` (in the order given: deepest first) that is empty; a
-        directory with anything in it stays. Returns the host paths removed; in check mode nothing
-        is removed and the list is empty (whether a directory would be empty cannot be told)."""
+        directory with anything in it stays. ``owners``: the host paths of the files whose records
+        listed them: only those files' own directories and their parents are removed, whatever a
+        forged record lists. Returns the host paths removed; in check mode nothing is removed and
+        the list is empty (whether a directory would be empty cannot be told)."""
+        allowed = {d for owner in owners for d in own_dirs(posixpath.dirname(owner), host_dirs)}
+        host_dirs = [normalize_host_path(d) for d in host_dirs if normalize_host_path(d) in allowed]
         if not host_dirs or check_mode:
             return []
         by_node = {node_path(host_root, d): d for d in host_dirs}

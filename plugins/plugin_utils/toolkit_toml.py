@@ -106,7 +106,7 @@ def converge(files, args, check_mode, diff_mode):
         if record is not None:
             dirs = sorted(own_dirs(posixpath.dirname(node_file.host_path), record[1]),
                           key=lambda d: (-d.count("/"), d))
-            out["removed_dirs"] = files.remove_empty_dirs(host_root, dirs, check_mode)
+            out["removed_dirs"] = files.remove_empty_dirs(host_root, dirs, check_mode, owners=[node_file.host_path])
             out["changes"].extend("directory %s: created by this module (%s)" % (
                 d, "removed" if d in out["removed_dirs"] else "removed when empty" if check_mode else "kept: not empty")
                 for d in dirs)

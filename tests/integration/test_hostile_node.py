@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 
 import node_tree
 import pytest
@@ -71,3 +73,47 @@ def test_a_file_nested_thousands_deep_fails_naming_it(tmp_path, module):
     result = run_module(module, args)
     assert result["_rc"] != 0 and "%s nests tables, arrays or objects more than 64 levels deep" % path in result["msg"], result
     assert node_tree.listing(root) == before
+
+
+DECOYS = ["/etc/empty-admin-dir", "/home/user/.ssh", "/var/lib/empty"]
+
+
+def _forge(text, module):
+    """The record of created directories in ``text`` with decoys added: what a compromised container
+    that can write the engine's config directory could leave."""
+    if module == "crio_runtime":
+        return re.sub(r"^# created directories: ", "# created directories: %s /escape/empty " % " ".join(DECOYS),
+                      text, count=1, flags=re.M)
+    forged, count = re.subn(r'(when empty: |"created_dirs": )\[', lambda m: m.group(1) + "[" + "".join(
+        json.dumps(d) + ", " for d in DECOYS + ["/escape/empty"]), text, count=1)
+    assert count == 1, text[:300]
+    return forged
+
+
+RECORDS = {
+    # module: (the file holding the record, the directories the first write made)
+    "containerd_runtime": ("/etc/containerd/config.toml", ["/etc/containerd"]),
+    "docker_runtime": ("/etc/docker/.daemon.json.gpu_node.container_toolkit.json", ["/etc/docker"]),
+    "crio_runtime": ("/etc/crio/crio.conf.d/99-nvidia.toml", ["/etc/crio/crio.conf.d", "/etc/crio"]),
+}
+
+
+@pytest.mark.parametrize("module", sorted(RECORDS))
+def test_a_forged_record_of_created_directories_removes_none_but_the_files_own(tmp_path, module):
+    root = tmp_path / "node"
+    outside = tmp_path / "outside"
+    (outside / "empty").mkdir(parents=True)
+    for decoy in DECOYS:
+        (root / decoy.lstrip("/")).mkdir(parents=True)
+    (root / "escape").symlink_to(str(outside))
+    args = {"host_root": str(root), "runtimes": RUNTIMES}
+    made = run_module(module, args)
+    assert made["_rc"] == 0 and made["changed"], made
+    record, own = RECORDS[module]
+    path = root / record.lstrip("/")
+    path.write_text(_forge(path.read_text(), module))
+    removed = run_module(module, dict(args, state="absent"))
+    assert removed["_rc"] == 0, removed
+    assert sorted(removed.get("removed_dirs") or []) == sorted(own), removed
+    assert all((root / decoy.lstrip("/")).is_dir() for decoy in DECOYS)
+    assert (outside / "empty").is_dir()
