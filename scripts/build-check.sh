@@ -14,7 +14,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 fail() { echo "$*" >&2; exit 1; }
 ansible-galaxy collection build --force --output-path "$work/dist" . >/dev/null
 tarball=$(ls "$work"/dist/gpu_node-container_toolkit-*.tar.gz)
@@ -72,8 +72,9 @@ if [ ! -e "$publish_stamp" ]; then
   touch "$publish_stamp"
 fi
 printf '[galaxy-importer]\nRUN_ANSIBLE_TEST = False\nRUN_ANSIBLE_LINT = True\n' >"$work/galaxy-importer.cfg"
-mkdir -p "$work/importer"
-if ! (cd "$work/importer" && PATH="$publish_venv/bin:$PATH" GALAXY_IMPORTER_CONFIG="$work/galaxy-importer.cfg" \
+# Both write into HOME (antsibull.log, ~/.ansible/tmp from the importer's ansible-doc): a throwaway one.
+mkdir -p "$work/importer" "$work/publish-home"
+if ! (cd "$work/importer" && HOME="$work/publish-home" PATH="$publish_venv/bin:$PATH" GALAXY_IMPORTER_CONFIG="$work/galaxy-importer.cfg" \
       "$publish_venv/bin/python" -m galaxy_importer.main "$tarball" >"$work/importer.log" 2>&1); then
   tail -n 40 "$work/importer.log"
   fail "galaxy-importer failed on $(basename "$tarball")"
@@ -82,7 +83,8 @@ if grep -E '^(WARNING|ERROR)' "$work/importer.log"; then
   fail "galaxy-importer reported the errors or warnings above"
 fi
 echo "galaxy-importer $("$publish_venv/bin/python" -c 'import importlib.metadata as m; print(m.version("galaxy-importer"))'): no error, no warning"
-if ! docs_lint=$(cd "$installed" && PATH="$publish_venv/bin:$PATH" antsibull-docs lint-collection-docs --plugin-docs . 2>&1) ||
+if ! docs_lint=$(cd "$installed" && HOME="$work/publish-home" PATH="$publish_venv/bin:$PATH" \
+                   antsibull-docs lint-collection-docs --plugin-docs . 2>&1) ||
    [ -n "$docs_lint" ]; then
   echo "$docs_lint"
   fail "antsibull-docs lint-collection-docs --plugin-docs reported the above"

@@ -17,8 +17,11 @@ for version in "$@"; do
     done
   fi
   for candidate in "${candidates[@]}"; do
-    if "$candidate" -c 'import sys, venv; sys.exit(0)' >/dev/null 2>&1; then
-      echo "$candidate"
+    # The interpreter itself, also when the one found on PATH is a venv's (.venv/bin comes first
+    # in the scripts' PATH).
+    if base=$("$candidate" -c 'import os, sys, venv; print(os.path.join(sys.base_prefix, "bin", "python%d.%d" % sys.version_info[:2]))' 2>/dev/null) &&
+       [ -x "$base" ]; then
+      echo "$base"
       exit 0
     fi
   done

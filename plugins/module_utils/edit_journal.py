@@ -15,6 +15,7 @@ created from nothing opens with a ``created`` line naming the directories the wr
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
@@ -23,7 +24,9 @@ ADDED = "# %s: added" % TAG
 WAS = "# %s: was " % TAG
 BEGIN = "# %s: begin (state=absent removes the lines up to the end marker)" % TAG
 END = "# %s: end" % TAG
-MARK_RE = re.compile(r"[ \t]*# " + re.escape(TAG) + r": (added|was (\".*\"))[ \t]*$")
+# A mark may end in "(wrote <digest>)": the line as this collection wrote it, so that state=absent
+# gives back only a line that is still so (marks written before this carry none, and are trusted).
+MARK_RE = re.compile(r"[ \t]*# " + re.escape(TAG) + r": (added|was (\".*\"))(?: \(wrote ([0-9a-f]{8})\))?[ \t]*$")
 # Opens a file this collection created from nothing: state=absent removes the file when nothing
 # else is left in it, and then the directories the write created (a JSON list of host paths), each
 # only when it is empty.
@@ -33,6 +36,26 @@ CREATED_RE = re.compile(r"^# " + re.escape(TAG) + r": created\b[^\n\[]*(\[[^\n]*
 
 class JournalError(ValueError):
     """The journal in a file is damaged; the message names the file and the line."""
+
+
+def digest(body):
+    """The short digest a mark records of the line body it was written on (trailing blanks aside)."""
+    return hashlib.sha256(body.rstrip(" \t").encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
+def added_mark(body):
+    """``body`` marked as a line this collection inserted."""
+    return "%s  %s (wrote %s)" % (body, ADDED, digest(body))
+
+
+def was_mark(body, original_json):
+    """``body`` marked as a line this collection wrote in place of the line ``original_json`` held."""
+    return "%s  %s%s (wrote %s)" % (body, WAS, original_json, digest(body))
+
+
+def changed_by_hand(body, match):
+    """Whether the marked line ``body`` (``match``: :data:`MARK_RE` on it) is no longer as written."""
+    return match.group(3) is not None and digest(body[:match.start()]) != match.group(3)
 
 
 def has_journal(text):
@@ -61,8 +84,11 @@ def created_record(text):
     return match.group(0), dirs
 
 
-def undo_lines(lines, name):
-    """The text ``lines`` (each with its line ending) had before the journaled edits."""
+def undo_lines(lines, name, kept=None):
+    """The text ``lines`` (each with its line ending) had before the journaled edits.
+
+    A marked line changed by hand since it was written stays as it is now, its mark dropped; its
+    1-based number and text go to ``kept`` (a list) when given."""
     out = []
     index = 0
     strip_newline_before = False
@@ -81,7 +107,11 @@ def undo_lines(lines, name):
             index = close + 1
             continue
         match = MARK_RE.search(body)
-        if (match and match.group(1) == "added") or CREATED_RE.match(body):
+        if match and changed_by_hand(body, match):
+            out.append(body[:match.start()] + line[len(body):])
+            if kept is not None:
+                kept.append((index + 1, body[:match.start()].strip()))
+        elif (match and match.group(1) == "added") or CREATED_RE.match(body):
             if not line.endswith("\n") and out:
                 strip_newline_before = True
         elif match:
@@ -94,6 +124,6 @@ def undo_lines(lines, name):
     return "".join(out)
 
 
-def undo_text(text, name):
+def undo_text(text, name, kept=None):
     """:func:`undo_lines` for a whole text."""
-    return undo_lines((text or "").splitlines(True), name)
+    return undo_lines((text or "").splitlines(True), name, kept)

@@ -22,7 +22,7 @@ description:
     empty file, O(config_version=auto) asks the node's C(containerd --version) (1.x gives 2,
     2.0 to 2.2 give 3, 2.3 and later give 4) and uses 2 when containerd is not found. With
     O(host_root) other than V(/) the node's binary is never run (it would run on this machine,
-    with its rights): the version is 2, which every containerd from 1.3 on reads (2.x migrates
+    with its rights), so the version is 2, which every containerd from 1.3 on reads (2.x migrates
     it as it loads), unless O(config_version) says otherwise.
   - Runtimes live under C(plugins."io.containerd.grpc.v1.cri".containerd.runtimes) (version 2),
     C(plugins."io.containerd.cri.v1.runtime".containerd.runtimes) (versions 3 and 4) or

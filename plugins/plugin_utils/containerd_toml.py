@@ -17,7 +17,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toml_edit
-from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlDocument
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlDocument, TomlEditError
 
 
 def _name_of(path, version):
@@ -171,9 +171,21 @@ def _absent(doc, version, params, tracker, warnings):
     """Give back every line a journaled ``present`` replaced and drop every line it added."""
     before = doc.data
     runtimes_before = cc.runtimes_table(version)
+    written = TomlDocument(doc.text, doc.name)  # the file as it is, to tell whose each table is
+    kept = []
     if doc.marked():
-        doc.undo()
+        doc.undo(kept)
     after = doc.data
+    lost = sorted(set(toml_edit.get_path(before, runtimes_before) or {}) - set(toml_edit.get_path(after, runtimes_before) or {}))
+    foreign = [name for name in lost if not written.written_here(runtimes_before + (name,))]
+    if foreign and written.marks_its_headers():
+        raise TomlEditError(
+            "%s: runtime %s sits inside the lines this module added (between its begin and end markers), put there "
+            "after it wrote them; state=absent would remove it with them. Move it out of that block, then run again; "
+            "the file was left as it was" % (doc.name, ", ".join(foreign)))
+    for line, text in kept:
+        warnings.append("%s, line %d: %s was changed by hand since this module wrote it; it was left as it is"
+                        % (doc.name, line, text))
     for key in ("version", "imports"):
         tracker.add(key, before.get(key), after.get(key), reason="%r -> %s (restored)" % (
             before.get(key), "unset" if after.get(key) is None else repr(after.get(key))))

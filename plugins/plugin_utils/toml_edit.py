@@ -508,19 +508,19 @@ class TomlDocument:
         old = "".join(self.lines[statement.start:statement.end + 1])
         old_body = old.rstrip("\r\n")
         ending = old[len(old_body):]
-        mark = ""
+        new = "%s%s = %s" % (statement.indent, statement.key, value_text(value, self.literal))
         if self.journal:
             match = _MARK_RE.search(old_body)
-            if match:  # replaced before: keep the first record
-                mark = match.group(0).strip()
-                old_body = old_body[:match.start()]
+            if match and match.group(1) == "added":  # added before: still ours alone
+                new = edit_journal.added_mark(new)
+            elif match:  # replaced before: keep the first record of the original
+                new = edit_journal.was_mark(new, match.group(2))
             else:
-                mark = WAS + json.dumps(old_body, ensure_ascii=False)
+                new = edit_journal.was_mark(new, json.dumps(old_body, ensure_ascii=False))
         else:
             mark = _trailing_comment(old_body) if statement.start == statement.end else ""
-        new = "%s%s = %s" % (statement.indent, statement.key, value_text(value, self.literal))
-        if mark:
-            new += mark if mark.startswith((" ", "\t")) else "  " + mark
+            if mark:
+                new += mark if mark.startswith((" ", "\t")) else "  " + mark
         lines = self.lines[:statement.start] + [new + ending] + self.lines[statement.end + 1:]
         return self._commit(lines, expected, "replace")
 
@@ -532,10 +532,14 @@ class TomlDocument:
             elif 0 < at <= len(self.lines) and self.lines[at - 1].strip() == END:
                 at -= 1  # right after a block of ours: grow that block
             elif len(new_lines) == 1:
-                new_lines = [new_lines[0] + "  " + ADDED]
+                new_lines = [edit_journal.added_mark(new_lines[0])]
             else:
                 indent = new_lines[0][:len(new_lines[0]) - len(new_lines[0].lstrip(" \t"))]
                 new_lines = [indent + BEGIN] + new_lines + [indent + END]
+            # Each table header this module writes carries its own mark, so that state=absent can
+            # tell a table of its own in a block from one someone else put there later.
+            new_lines = [edit_journal.added_mark(line) if line.lstrip(" \t").startswith("[") and
+                         not _MARK_RE.search(line) else line for line in new_lines]
         lines = list(self.lines)
         chunk = [self._line(line) for line in new_lines]
         if at >= len(lines) and lines and not lines[-1].endswith("\n"):
@@ -660,7 +664,7 @@ class TomlDocument:
             return False
         last = self.lines[statement.end]
         match = _MARK_RE.search(last.rstrip("\r\n"))
-        if not match:
+        if not match or edit_journal.changed_by_hand(last.rstrip("\r\n"), match):
             return False
         if match.group(1) == "added":
             replacement = []
@@ -672,14 +676,30 @@ class TomlDocument:
         self._scan()
         return True
 
+    def written_here(self, path):
+        """Whether the table ``path`` has a header of its own that this module wrote (marked)."""
+        statement = self.header(path)
+        if statement is None:
+            return False
+        match = _MARK_RE.search(self.lines[statement.start].rstrip("\r\n"))
+        return bool(match) and match.group(1) == "added" and not edit_journal.changed_by_hand(
+            self.lines[statement.start].rstrip("\r\n"), match)
+
+    def marks_its_headers(self):
+        """Whether any table header in the file carries this module's mark (written by a release
+        that marks them; files written before carry none)."""
+        return any(statement.kind in ("table", "array") and _MARK_RE.search(self.lines[statement.start].rstrip("\r\n"))
+                   for statement in self.statements)
+
     def marked(self):
         """True when the file holds changes recorded by a journaled edit."""
         return TAG + ":" in self.text
 
-    def undo(self):
-        """Give back the original lines of every journaled change; the text afterwards."""
+    def undo(self, kept=None):
+        """Give back the original lines of every journaled change (one changed by hand since goes
+        to ``kept``, see :func:`edit_journal.undo_lines`); the text afterwards."""
         try:
-            text = edit_journal.undo_lines(self.lines, self.name)
+            text = edit_journal.undo_lines(self.lines, self.name, kept)
         except edit_journal.JournalError as exc:
             raise TomlEditError(str(exc)) from None
         try:

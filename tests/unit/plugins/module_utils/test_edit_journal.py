@@ -182,7 +182,7 @@ def test_created_record_refuses_what_is_not_one(text):
 def test_an_added_last_line_without_a_newline_takes_the_newline_before_it(newline):
     doc = TomlDocument("x = 1", "t", journal=True)
     doc.set(("y",), 2)
-    assert doc.text == "x = 1\ny = 2  %s" % ej.ADDED
+    assert doc.text == "x = 1\n" + ej.added_mark("y = 2")
     assert ej.undo_text(doc.text, "t") == "x = 1"
     text = "[a]%sx = 1%sy = 2  %s" % (newline, newline, ej.ADDED)
     assert ej.undo_text(text, "t") == "[a]%sx = 1" % newline

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 
 import pytest
@@ -370,11 +371,11 @@ def test_new_tables_and_keys_follow_the_files_indentation():
     text = fixture("debian-12")
     result = ct.edit(text, params(enable_cdi=True))
     lines = result["text"].splitlines()
-    assert '        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]' in lines
+    assert edit_journal.added_mark('        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]') in lines
     assert '          runtime_type = "io.containerd.runc.v2"' in lines
-    assert '    enable_cdi = true  # gpu_node.container_toolkit: added' in lines
+    assert edit_journal.added_mark('    enable_cdi = true') in lines
     flat = ct.edit(fixture("gke-cos"), params())["text"].splitlines()
-    assert '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]' in flat
+    assert edit_journal.added_mark('[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]') in flat
     assert '  BinaryName = "/usr/local/nvidia/toolkit/nvidia-container-runtime"' in flat
 
 
@@ -439,3 +440,49 @@ def test_a_damaged_or_foreign_created_record_counts_as_none(text):
     assert edit_journal.created_record(text) is None
     back = ct.edit(text + "version = 2\n", params(state="absent"))
     assert back["text"] is not None and back["remove_dirs"] == []
+
+
+KATA = ('[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\n'
+        '  runtime_type = "io.containerd.kata.v2"\n')
+
+
+@pytest.mark.parametrize("where", ["after our first table", "at the end of our block"])
+def test_absent_refuses_to_take_away_a_runtime_someone_put_inside_its_block(where):
+    """Another tool inserted kata between this module's begin and end markers: undo would lose it."""
+    original = fixture("gke-cos")
+    present = ct.edit(original, params(set_as_default=True))["text"]
+    lines = present.splitlines(True)
+    if where == "after our first table":
+        at = next(i for i, line in enumerate(lines) if "runtimes.nvidia-cdi]" in line)
+    else:
+        at = next(i for i, line in enumerate(lines) if line.strip() == edit_journal.END)
+    hand = "".join(lines[:at] + [KATA] + lines[at:])
+    with pytest.raises(TomlEditError, match=r"runtime kata sits inside the lines this module added .* the file was "
+                                            r"left as it was"):
+        ct.edit(hand, params(state="absent"))
+    # Moved out of the block, it stays, and everything of this module goes.
+    moved = present + "\n" + KATA
+    assert ct.edit(moved, params(state="absent"))["text"] == original + "\n" + KATA
+
+
+@pytest.mark.parametrize("value", ['"kata"', '"runc"  # set back by hand'])
+def test_absent_leaves_a_default_runtime_changed_by_hand_and_says_so(value):
+    original = fixture("gke-cos")
+    present = ct.edit(original, params(set_as_default=True))["text"]
+    line = next(line for line in present.splitlines() if "default_runtime_name" in line)
+    assert 'default_runtime_name = "nvidia"' in line and "(wrote " in line
+    hand = present.replace(line, line.replace('"nvidia"', value, 1))
+    result = ct.edit(hand, params(state="absent"))
+    assert "default_runtime_name = %s" % value in result["text"] and "gpu_node.container_toolkit" not in result["text"]
+    assert any("was changed by hand since this module wrote it; it was left as it is" in w for w in result["warnings"])
+    # Everything else this module wrote is given back.
+    assert result["text"] == original.replace('default_runtime_name = "runc"', "default_runtime_name = %s" % value, 1)
+
+
+def test_a_file_written_before_marks_had_digests_is_still_given_back():
+    original = fixture("gke-cos")
+    present = ct.edit(original, params(set_as_default=True))["text"]
+    old_style = re.sub(r" \(wrote [0-9a-f]{8}\)", "", present)
+    old_style = re.sub(r"(\])  # gpu_node\.container_toolkit: added", r"\1", old_style)
+    assert "(wrote" not in old_style
+    assert ct.edit(old_style, params(state="absent"))["text"] == original

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toml_edit
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlDocument, TomlEditError, load
 
@@ -144,7 +145,7 @@ def test_add_table_refuses_an_existing_one():
 def test_crlf_files_stay_crlf():
     doc = TomlDocument('[a]\r\nx = 1\r\n', "t", journal=True)
     doc.set(("a", "y"), 2)
-    assert doc.text == '[a]\r\nx = 1\r\ny = 2  # gpu_node.container_toolkit: added\r\n'
+    assert doc.text == '[a]\r\nx = 1\r\n' + edit_journal.added_mark('y = 2') + '\r\n'
     assert doc.undo() == '[a]\r\nx = 1\r\n'
 
 
