@@ -29,6 +29,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_ed
 # container beside it): run here, it would run with this machine's rights, so it is never run.
 NOT_RUN = "host_root is not /: the node's containerd binary is not run from here; set config_version to choose"
 
+
 class ActionModule(NodeActionBase):
     argument_spec = staticmethod(argument_specs.containerd_runtime)
     refusals = (cc.ConfigError, TomlEditError)

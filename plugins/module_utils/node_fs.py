@@ -332,8 +332,8 @@ class NodeRoot:
                                      missing=True) from None
                 except OSError as exc:
                     if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
-                        raise _WalkError("cannot open %s: %s" % ("/" + "/".join(names + [part]), exc.strerror or exc),
-                                          host_dir) from None
+                        where = "/" + "/".join(names + [part])
+                        raise _WalkError("cannot open %s: %s" % (where, exc.strerror or exc), host_dir) from None
                 try:
                     target = os.readlink(part, dir_fd=chain[-1])
                 except OSError:

@@ -20,6 +20,8 @@ import pytest
 import tomlkit
 from ansible_runner import ansible_env, run_module
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "containerd"
 CONFIG = "/etc/containerd/config.toml"
 NVIDIA = ("nvidia", "nvidia-cdi", "nvidia-legacy")
@@ -113,8 +115,8 @@ def test_debian_package_config(tmp_path, workdir):
     args = {"host_root": str(tmp_path), "enable_cdi": True, "cdi_spec_dirs": ["/etc/cdi", "/var/run/cdi"]}
     four_runs(args)
     lines = config.read_text().splitlines()
-    assert "    enable_cdi = true  # gpu_node.container_toolkit: added" in lines
-    assert '        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]' in lines
+    assert edit_journal.added_mark("    enable_cdi = true") in lines
+    assert edit_journal.added_mark('        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]') in lines
     assert '          runtime_type = "io.containerd.runc.v2"' in lines
     assert '            BinaryName = "/usr/local/nvidia/toolkit/nvidia-container-runtime.cdi"' in lines
     dump = cri.config_dump(config)["plugins"]["io.containerd.grpc.v1.cri"]

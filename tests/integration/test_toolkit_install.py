@@ -228,14 +228,18 @@ def parse(stdout):
 
 
 @needs_unshare
+def live_mount_table(cos_node):
+    """Shell lines that show the namespace's real mount table at the node's /proc/self/mountinfo: bound
+    from the script's own shell, which outlives the run (a link to this machine's /proc would lead out
+    of the node, and is never followed)."""
+    return "mount --bind /proc/$$/mountinfo %s\n" % shlex.quote(str(cos_node.node_path("/proc/self/mountinfo")))
+
+
 def test_read_only_mount_named(cos_node, tmp_path):
-    live = cos_node.node_path("/proc/self/mountinfo")
-    os.unlink(live)
-    os.symlink("/proc/self/mountinfo", live)
     usr = cos_node.node_path("/usr")
     os.makedirs(usr, exist_ok=True)
     tree = ta.build_tree(tmp_path / "artifacts")
-    setup = "mount --bind {0} {0}\nmount -o remount,bind,ro {0}".format(shlex.quote(str(usr)))
+    setup = live_mount_table(cos_node) + "mount --bind {0} {0}\nmount -o remount,bind,ro {0}".format(shlex.quote(str(usr)))
     script = ansible_in_namespace(setup, args_for(cos_node, str(tree), install_dir="/usr/local/nvidia/toolkit"),
                                   tmp_path)
     namespace(script, env=ansible_env(ANSIBLE_STDOUT_CALLBACK="minimal"))
@@ -247,12 +251,9 @@ def test_read_only_mount_named(cos_node, tmp_path):
 
 @needs_unshare
 def test_noexec_mount_and_exec_mount(cos_node, tmp_path):
-    live = cos_node.node_path("/proc/self/mountinfo")
-    os.unlink(live)
-    os.symlink("/proc/self/mountinfo", live)
     home = shlex.quote(str(cos_node.node_path("/home")))
     tree = ta.build_tree(tmp_path / "artifacts")
-    setup = f"mount --bind {home} {home}\nmount -o remount,bind,noexec,nosuid,nodev {home}"
+    setup = live_mount_table(cos_node) + f"mount --bind {home} {home}\nmount -o remount,bind,noexec,nosuid,nodev {home}"
     env = ansible_env(ANSIBLE_STDOUT_CALLBACK="minimal")
 
     script = ansible_in_namespace(setup, args_for(cos_node, str(tree)), tmp_path)
