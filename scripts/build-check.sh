@@ -14,7 +14,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 work=$(mktemp -d)
-trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
+trap 'rm -rf "$work"' EXIT
 fail() { echo "$*" >&2; exit 1; }
 ansible-galaxy collection build --force --output-path "$work/dist" . >/dev/null
 tarball=$(ls "$work"/dist/gpu_node-container_toolkit-*.tar.gz)

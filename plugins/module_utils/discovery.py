@@ -423,16 +423,13 @@ class _Discovery:
         mounted into every GPU container: a regular file that every user of the node may read, whose
         own name, when ``pattern`` is given, is one of that kind. A link planted in the driver's
         directories to a node secret (``/etc/shadow``) is skipped with a warning naming both."""
-        try:
-            info = os.stat(self.on_node(real))
-        except OSError:
-            return False
-        if not stat.S_ISREG(info.st_mode):
+        found = self.node.observe(real)
+        if not found or found["type"] != "file":
             return False
         via = "" if real == named else " (a link to %s)" % real
-        if not info.st_mode & stat.S_IROTH:
+        if not found["mode"] & stat.S_IROTH:
             self.warnings.append("not mounting %s%s into containers: it is not readable by every user of the node "
-                                 "(mode %04o), as driver files are" % (named, via, stat.S_IMODE(info.st_mode)))
+                                 "(mode %04o), as driver files are" % (named, via, found["mode"]))
             return False
         if pattern and not fnmatch.fnmatchcase(posixpath.basename(real), pattern):
             self.warnings.append("not mounting %s%s into containers: the file it names is not called %s, as driver "

@@ -227,8 +227,6 @@ class _Parser:
             return self.obj(index, path)
         try:
             value, end = self.decoder.raw_decode(self.text, index)
-            if nesting.depth(value) + len(path) > nesting.MAX_NESTING:
-                raise RecursionError
         except RecursionError:
             raise ConfigError(nesting.too_deep_message(self.name)) from None
         except _DuplicateKey as exc:
@@ -239,6 +237,8 @@ class _Parser:
             )
         except ValueError as exc:
             self.fail(index, "not valid JSON: %s" % getattr(exc, "msg", exc))
+        if nesting.depth(value) + len(path) > nesting.MAX_NESTING:
+            raise ConfigError(nesting.too_deep_message(self.name))
         return Node(index, end, value)
 
     def obj(self, start, path):

@@ -128,9 +128,10 @@ def _copy_xattrs(src_fd, dst_fd, host_path):
                               % (attribute, host_path, exc.strerror or exc), host_path) from None
 
 
-def _fd_dir(dir_fd):
-    """A path to the directory open as ``dir_fd`` that no link can redirect (Linux's /proc)."""
-    return "/proc/self/fd/%d" % dir_fd
+def _fd_dir(fd):
+    """A path to what is open as ``fd`` (a directory, or an O_PATH entry) that no link can
+    redirect (Linux's /proc)."""
+    return "/proc/self/fd/%d" % fd
 
 
 def _fd_path(dir_fd, name):
@@ -362,7 +363,7 @@ class NodeRoot:
         host_dir, name = posixpath.split(node_model.normalize_host_path(host_path))
         try:
             with self.directory(host_dir) as dir_fd:
-                return _observe_in(dir_fd, name, digest) if name else _observe_in(dir_fd, ".", digest)
+                return _observe_in(dir_fd, name or ".", digest)
         except _WalkError:
             return None
 
@@ -608,8 +609,8 @@ class NodeRoot:
                 os.unlink(name, dir_fd=dir_fd)
         except FileNotFoundError:
             return False
-        except NodeFsError:
-            if not self.exists(host_dir):
+        except _WalkError as exc:
+            if exc.missing:
                 return False
             raise
         except OSError as exc:
@@ -632,7 +633,7 @@ class NodeRoot:
             try:
                 if stat.S_ISLNK(os.fstat(fd).st_mode):
                     raise NodeFsError("%s is a symlink; its mode was left as it was" % host_path, host_path)
-                os.chmod("/proc/self/fd/%d" % fd, mode)
+                os.chmod(_fd_dir(fd), mode)
             except OSError as exc:
                 raise NodeFsError("cannot change the mode of %s: %s" % (host_path, exc.strerror or exc),
                                   host_path) from None
@@ -672,7 +673,7 @@ class NodeRoot:
                     except OSError:
                         continue
                     removed.append(posixpath.join(node_model.normalize_host_path(host_dir), entry))
-        except NodeFsError:
+        except _WalkError:
             return []  # no such directory: nothing left there
         return removed
 
@@ -736,6 +737,7 @@ class NodeRoot:
         try:
             with self.directory(host_dir) as dir_fd:
                 self._swap_in(_fd_dir(dir_fd), host_dir, entries, owner, prefix)
+                _fsync(dir_fd)
         except _WalkError as exc:
             raise NodeFsError("cannot write in %s: %s; nothing was changed" % (host_dir, exc), host_dir) from None
 
@@ -756,7 +758,6 @@ class NodeRoot:
             self._swap(here, stage, host_dir, entries)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
-        self._sync_dir(here)
 
     @staticmethod
     def _stage(path, host_path, entry, owner):
@@ -805,19 +806,6 @@ class NodeRoot:
             raise NodeFsError("cannot replace %s: %s; %s was left as it was"
                               % (posixpath.join(host_dir, name), exc.strerror or exc, host_dir),
                               posixpath.join(host_dir, name)) from None
-
-    @staticmethod
-    def _sync_dir(directory):
-        try:
-            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        except OSError:
-            return
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass  # some filesystems cannot fsync a directory; the rename is still atomic
-        finally:
-            os.close(fd)
 
     # --- serializing runs ----------------------------------------------------------------
 

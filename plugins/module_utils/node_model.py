@@ -66,13 +66,8 @@ def own_dirs(directory, recorded):
     """Those of the ``recorded`` directories (a record read from a node file: "created by this
     collection") that a file in ``directory`` may own and remove: ``directory`` and its parents,
     never ``/``. Whatever else a forged record lists (``/etc``, ``/home/user/.ssh``) is dropped."""
-    directory = normalize_host_path(directory)
-    found = set()
-    for entry in recorded:
-        entry = normalize_host_path(entry)
-        if entry != "/" and (entry == directory or directory.startswith(entry + "/")):
-            found.add(entry)
-    return sorted(found)
+    return sorted({entry for entry in map(normalize_host_path, recorded)
+                   if entry != "/" and is_under(directory, entry)})
 
 
 def node_path(host_root, host_path):

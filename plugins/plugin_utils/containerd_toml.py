@@ -171,14 +171,17 @@ def _absent(doc, version, params, tracker, warnings):
     """Give back every line a journaled ``present`` replaced and drop every line it added."""
     before = doc.data
     runtimes_before = cc.runtimes_table(version)
-    written = TomlDocument(doc.text, doc.name)  # the file as it is, to tell whose each table is
+    # Whose each runtime table is, told before undo changes the lines.
+    mine = {name for name in toml_edit.get_path(before, runtimes_before) or {}
+            if doc.written_here(runtimes_before + (name,))}
+    marks_headers = doc.marks_its_headers()
     kept = []
     if doc.marked():
         doc.undo(kept)
     after = doc.data
-    lost = sorted(set(toml_edit.get_path(before, runtimes_before) or {}) - set(toml_edit.get_path(after, runtimes_before) or {}))
-    foreign = [name for name in lost if not written.written_here(runtimes_before + (name,))]
-    if foreign and written.marks_its_headers():
+    lost = set(toml_edit.get_path(before, runtimes_before) or {}) - set(toml_edit.get_path(after, runtimes_before) or {})
+    foreign = sorted(lost - mine)
+    if foreign and marks_headers:
         raise TomlEditError(
             "%s: runtime %s sits inside the lines this module added (between its begin and end markers), put there "
             "after it wrote them; state=absent would remove it with them. Move it out of that block, then run again; "

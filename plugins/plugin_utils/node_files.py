@@ -273,7 +273,7 @@ class NodeFiles:
         forged record lists. Returns the host paths removed; in check mode nothing is removed and
         the list is empty (whether a directory would be empty cannot be told)."""
         allowed = {d for owner in owners for d in own_dirs(posixpath.dirname(owner), host_dirs)}
-        host_dirs = [normalize_host_path(d) for d in host_dirs if normalize_host_path(d) in allowed]
+        host_dirs = [d for d in map(normalize_host_path, host_dirs) if d in allowed]
         if not host_dirs or check_mode:
             return []
         by_node = {node_path(host_root, d): d for d in host_dirs}
