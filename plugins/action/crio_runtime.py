@@ -6,25 +6,17 @@
 
 from __future__ import annotations
 
-import os
 import posixpath
-import re
-import time
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import crio_config as crio
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import text_diff
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import normalize_host_path
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toml_edit
-from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
-from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import (
-    NodeFile,
-    NodeFiles,
-    missing_dirs,
-    parent_dirs,
-)
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.engine import BackupSet, EngineAction, EnginePlan, FileStep
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import NodeFiles, missing_dirs, parent_dirs
 
 
-class ActionModule(NodeActionBase):
+class ActionModule(EngineAction):
     argument_spec = staticmethod(crio.argument_spec)
     refusals = (crio.ConfigError, toml_edit.TomlEditError)
 
@@ -33,7 +25,6 @@ class ActionModule(NodeActionBase):
 
     def converge(self, args, task_vars):
         host_root = args["host_root"] or "/"
-        check_mode = self.check_mode
         files = NodeFiles(self, task_vars, args["read_ahead"])
         path = normalize_host_path(args["path"])
         config_path = normalize_host_path(args["config_path"])
@@ -48,7 +39,8 @@ class ActionModule(NodeActionBase):
         if current is not None and not crio.is_ours(current):
             raise crio.ConfigError("%s was not written by this module (its first line is not %r); it is left as it "
                                    "is: choose another path" % (drop_in.host_path, crio.MARK))
-        out = {"path": drop_in.host_path, "changes": [], "backup_files": {}}
+        result = {"path": drop_in.host_path}
+        remove_dirs = []
         if present:
             parsed = []
             for where, text in zip(order, texts):
@@ -58,43 +50,36 @@ class ActionModule(NodeActionBase):
                                                "known" % where)
                     continue
                 parsed.append((where, toml_edit.load(text, where)))
-            plan = crio.plan(parsed, params)
+            decided = crio.plan(parsed, params)
             created = (crio.created_dirs_of(current) if current is not None
                        else missing_dirs(drop_in.host_path, existing))
-            text = crio.header(plan["base"], plan["base_sources"], created) + "\n" + toml_edit.document_text(plan["data"])
-            self._check_written(text, plan["data"], drop_in.host_path)
-            out.update(base_runtime=plan["base"], base_sources=plan["base_sources"],
-                       default_runtime=plan["default_runtime"], read=[p for p, _d in parsed])
-            if plan["notes"]:
-                out["notes"] = plan["notes"]
-            changed = text != current
-            if changed:
-                out["changes"].append("%s: %s" % (drop_in.host_path, "updated" if current is not None else "created"))
-                if args["backup"] and current is not None and not check_mode:
-                    out["backup_files"][drop_in.host_path] = self._keep_copy(files, drop_in)
-                elif args["backup"] and not check_mode:
-                    out["backup_files"][drop_in.host_path] = None
-                files.write(drop_in, text, check_mode, mode="0644")
+            text = crio.header(decided["base"], decided["base_sources"], created) + "\n" + toml_edit.document_text(decided["data"])
+            self._check_written(text, decided["data"], drop_in.host_path)
+            if ownership.same_but_record(current, text, ownership.LEGACY_CRIO):
+                text = current  # an earlier release's record of the same directories: no rewrite, no restart
+            result.update(base_runtime=decided["base"], base_sources=decided["base_sources"],
+                          default_runtime=decided["default_runtime"], read=[p for p, _d in parsed])
+            if decided["notes"]:
+                result["notes"] = decided["notes"]
         else:
             text = None
-            changed = current is not None
-            if changed:
-                out["changes"].append("%s: removed" % drop_in.host_path)
-                if args["backup"] and not check_mode:
-                    out["backup_files"][drop_in.host_path] = self._keep_copy(files, drop_in)
-                files.remove(drop_in, check_mode)
-                dirs = crio.created_dirs_of(current)
-                if dirs and not check_mode:
-                    out["removed_dirs"] = files.remove_empty_dirs(host_root, dirs, check_mode, owners=[drop_in.host_path])
-            if args["remove_backups"]:
-                self._remove_backups(files, drop_in, current, check_mode, out)
-        out["changed"] = bool(out["changes"])
-        out["restart_required"] = changed
-        if not out["backup_files"]:
-            del out["backup_files"]
-        if self.diff_mode and changed:
-            out["diff"] = [text_diff(drop_in.host_path, current, drop_in.host_path, text)]
-        return out
+            if current is not None:
+                remove_dirs.append((drop_in.host_path, crio.created_dirs_of(current)))
+        changes = ["%s: %s" % (drop_in.host_path, "removed" if text is None else "updated" if current is not None
+                                else "created")] if text != current else []
+        # A copy never goes into the drop-in directory: CRI-O reads every file there, a copy too.
+        copy_dir = posixpath.dirname(crio.drop_in_dir(drop_in.host_path))
+        step = FileStep(drop_in, text, mode="0644", copy_dir=copy_dir, copy_on_remove=True)
+
+        def judge(texts):
+            ours = [c for c, t in texts.items() if crio.is_ours(t)]
+            return ours, [d for c in ours for d in crio.created_dirs_of(texts[c])]
+
+        backups = BackupSet(drop_in, ownership.backup_pattern(drop_in.host_path, hidden=True), judge,
+                            gone=current is None, directory=copy_dir)
+        plan = EnginePlan([step], remove_dirs, changes, restart_required=True, result=result, backups=[backups])
+        return self.carry_out(files, host_root, plan, backup=args["backup"],
+                              remove_backups=args["remove_backups"] and not present)
 
     @staticmethod
     def _check_written(text, data, where):
@@ -103,39 +88,3 @@ class ActionModule(NodeActionBase):
             raise crio.ConfigError("%s: the text rendered does not read back as the settings meant" % where)
         for name, table in data["crio"]["runtime"]["runtimes"].items():
             crio.check_handler(name, table, where)
-
-    @staticmethod
-    def _copy_path(drop_in):
-        """Where a copy of the drop-in goes: beside the drop-in directory, hidden. Never inside it:
-        CRI-O reads every file there, a copy included."""
-        directory = posixpath.dirname(posixpath.dirname(drop_in.host_path))
-        name = ".%s.%d.%s~" % (posixpath.basename(drop_in.host_path), os.getpid(), time.strftime("%Y-%m-%d@%H:%M:%S"))
-        return posixpath.join(directory, name)
-
-    def _keep_copy(self, files, drop_in):
-        copy_path = self._copy_path(drop_in)
-        files.write(NodeFile(drop_in.host_root, copy_path, copy_path, False, None, []), drop_in.text, False, mode="0644")
-        return copy_path
-
-    @staticmethod
-    def _remove_backups(files, drop_in, current, check_mode, out):
-        """``remove_backups``: the copies ``backup`` made of the drop-in (they carry its first line)."""
-        pattern = r"^\.%s\.[0-9]+\.[0-9]{4}-[0-9]{2}-[0-9]{2}@[0-9]{2}:[0-9]{2}:[0-9]{2}~$" % re.escape(
-            posixpath.basename(drop_in.host_path))
-        anchor = NodeFile(drop_in.host_root, crio.drop_in_dir(drop_in.host_path), None, False, None, [])
-        candidates = files.backups_of(anchor, pattern)
-        if not candidates:
-            return
-        _read, _existing, texts = files.read_many(drop_in.host_root, [], texts=candidates)
-        removed = [c for c, t in zip(candidates, texts) if crio.is_ours(t)]
-        dirs = []
-        for copy_path, text in zip(candidates, texts):
-            if copy_path in removed:
-                files.remove(NodeFile(drop_in.host_root, copy_path, copy_path, True, text, []), check_mode)
-                dirs.extend(crio.created_dirs_of(text))
-        out["removed_backups"] = removed
-        out["changes"].extend("backup %s: made by this module (removed)" % c for c in removed)
-        if current is None and dirs and not check_mode:
-            out["removed_dirs"] = files.remove_empty_dirs(
-                drop_in.host_root, sorted(set(dirs), key=lambda d: (-d.count("/"), d)), check_mode,
-                owners=[drop_in.host_path])

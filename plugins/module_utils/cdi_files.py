@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import posixpath
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import cdi, discovery, node_fs
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import cdi, discovery, node_fs, ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import NodeError, node_argument_spec, own_dirs
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import NodeError, node_argument_spec
 
 FILE_MODE = 0o644
 # How much of a sibling spec is read for its created_dirs record (it is in the header).
@@ -122,8 +122,7 @@ def remove(run, path, target, before_text, result):
         run.node.remove(target)
     except node_fs.NodeFsError as exc:
         raise CdiFileError(str(exc), **dict(result, changed=False, changes=[])) from None
-    result["removed_dirs"] = run.node.remove_empty_dirs(
-        own_dirs(posixpath.dirname(target), cdi.recorded_created_dirs(before_text)))
+    result["removed_dirs"] = run.node.remove_empty_dirs(ownership.removable(target, cdi.recorded_created_dirs(before_text)))
     result["changes"].extend({"path": d, "action": "removed"} for d in result["removed_dirs"])
 
 
@@ -162,9 +161,11 @@ def write(run, path, target, existing, is_link, before_text, result):
     spec, facts, fmt = build(run, path, node.resolve(target), result)
     spec_dir = posixpath.dirname(target)
     made_now = node.missing_dirs(spec_dir)
-    created_dirs = cdi.created_dirs_for(spec_dir, made_now, cdi.recorded_created_dirs(before_text),
+    created_dirs = cdi.created_dirs_for(target, made_now, cdi.recorded_created_dirs(before_text),
                                         sibling_records(node, target))
     text = cdi.render(spec, fmt, facts, created_dirs)
+    if ownership.same_but_record(before_text, text, ownership.LEGACY_CDI) and not is_link:
+        text = before_text  # an earlier release's record of the same directories: not rewritten for that
     data = text.encode("utf-8")
     if existing == data and not is_link:
         mode = node.observe(target)["mode"]

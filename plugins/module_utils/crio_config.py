@@ -18,6 +18,7 @@ from __future__ import annotations
 import posixpath
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import (
     node_argument_spec,
     normalize_host_path,
@@ -200,14 +201,10 @@ def header(base, sources, created_dirs):
     it created (``state=absent`` removes them again when empty)."""
     lines = [MARK, "# The runtimes start from the settings of %s (%s)." % (base, ", ".join(sources) or "CRI-O's built-in")]
     if created_dirs:
-        lines.append("# created directories: %s" % " ".join(sorted(created_dirs, key=lambda d: (-d.count("/"), d))))
+        lines.append(ownership.created_line(created_dirs, ownership.REMOVES_OWNED))
     return "\n".join(lines) + "\n"
 
 
 def created_dirs_of(text):
-    """The directories :func:`header` recorded in a drop-in's text, deepest first."""
-    for line in (text or "").splitlines()[:4]:
-        if line.startswith("# created directories: "):
-            dirs = line[len("# created directories: "):].split()
-            return sorted(dirs, key=lambda d: (-d.count("/"), d))
-    return []
+    """The directories :func:`header` recorded in a drop-in's text (an earlier release's form too)."""
+    return ownership.dirs_in_text(text, ownership.LEGACY_CRIO)

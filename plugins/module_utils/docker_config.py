@@ -36,10 +36,9 @@ import copy
 import hashlib
 import json
 import posixpath
-import re
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import nesting
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import nesting, ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import (
     node_argument_spec,
@@ -96,9 +95,7 @@ def sha256(text):
 def backup_pattern(path):
     """A regular expression matching the names of the timestamped copies ``backup`` makes of the
     file at host path ``path`` and of its journal (``<name>.<pid>.<YYYY-MM-DD@HH:MM:SS>~``)."""
-    names = [posixpath.basename(normalize_host_path(path)), posixpath.basename(journal_path(path))]
-    return r"^(%s)\.[0-9]+\.[0-9]{4}-[0-9]{2}-[0-9]{2}@[0-9]{2}:[0-9]{2}:[0-9]{2}~$" % "|".join(
-        re.escape(n) for n in names)
+    return ownership.backup_pattern(normalize_host_path(path), journal_path(path))
 
 
 def own_backups(path, backups, original):
@@ -119,13 +116,13 @@ def own_backups(path, backups, original):
                 continue
             if isinstance(journal, dict):
                 written.add(journal.get("written_sha256"))
-                dirs.update(d for d in journal.get("created_dirs") or [] if isinstance(d, str))
+                dirs.update(_recorded_dirs(journal) or [])
     for backup, text in backups.items():
         if backup in ours or text is None:
             continue
         if text == original or sha256(text) in written:
             ours.append(backup)
-    return sorted(ours), sorted(dirs, key=lambda d: (-d.count("/"), d))
+    return sorted(ours), sorted(dirs)
 
 
 def normalize_runtimes(runtimes, install_dir):
@@ -580,7 +577,7 @@ def load_journal(text, name):
         and journal.get("format") == JOURNAL_FORMAT
         and isinstance(journal.get("edits"), list)
         and (journal.get("original") is None or isinstance(journal.get("original"), str))
-        and isinstance(journal.get("created_dirs", []), list)
+        and _recorded_dirs(journal) is not None
         and all(isinstance(e, dict) and isinstance(e.get("key"), list) and e["key"] for e in journal["edits"])
     )
     if not ok:
@@ -591,6 +588,13 @@ def load_journal(text, name):
     return journal
 
 
+def _recorded_dirs(journal):
+    try:
+        return ownership.dirs_in_document(journal)
+    except ValueError:
+        return None
+
+
 def render_journal(path, original, created_dirs, written, edits):
     journal = {
         "format": JOURNAL_FORMAT,
@@ -598,7 +602,7 @@ def render_journal(path, original, created_dirs, written, edits):
         "together with the module's entries in that file" % (TAG, path),
         "path": path,
         "original": original,
-        "created_dirs": list(created_dirs),
+        ownership.KEY: ownership.outermost_first(created_dirs),
         "written_sha256": sha256(written),
         "edits": edits,
     }
@@ -679,8 +683,8 @@ def plan(text, params, journal_text=None, name=DEFAULT_PATH, journal_name=None):
 
     Returns a dict: ``text`` (the new file; None when it is missing and stays so, or is to be
     removed), ``journal_text`` (the journal after this run; None: there is none, or it is to be
-    removed), ``changes``, ``warnings``, ``remove_dirs`` (absent: the directories the module created
-    for the removed file, deepest first, to remove when empty), ``restart_required``. Raises
+    removed), ``changes``, ``warnings``, ``remove_dirs`` (absent: ``(host path, directories)`` when
+    the removed file's journal records the directories its write created), ``restart_required``. Raises
     ConfigError naming the file when it cannot be edited safely; nothing is to be written then.
     """
     journal_name = journal_name or journal_path(params.get("path") or name)
@@ -706,7 +710,7 @@ def plan(text, params, journal_text=None, name=DEFAULT_PATH, journal_name=None):
         "journal_text": new_journal,
         "changes": changes,
         "warnings": warnings,
-        "remove_dirs": sorted(set(remove_dirs), key=lambda d: (-d.count("/"), d)),
+        "remove_dirs": [(params.get("path") or name, remove_dirs)] if remove_dirs else [],
         "restart_required": new_text != text and (data if text is not None else None) != after,
     }
 
@@ -714,14 +718,14 @@ def plan(text, params, journal_text=None, name=DEFAULT_PATH, journal_name=None):
 def _base(text, data, params, journal, in_sync, name):
     """(original, created_dirs, edits): what absent is to give back, and the members this module set."""
     if journal is not None and in_sync:
-        return journal.get("original"), journal.get("created_dirs", []), copy.deepcopy(journal["edits"])
+        return journal.get("original"), _recorded_dirs(journal), copy.deepcopy(journal["edits"])
     if journal is not None and text is not None:
         # Changed since this module wrote it: the records of what is still ours stay; the file without
         # them is the new original.
         edits = [copy.deepcopy(e) for e in journal["edits"] if _still_ours(data, e)]
         base = undo_edits(text, edits, name)
         if journal.get("original") is None and load(base, name) == {}:
-            return None, journal.get("created_dirs", []), edits
+            return None, _recorded_dirs(journal), edits
         return base, [], edits
     return text, (list(params.get("created_dirs") or []) if text is None else []), []
 
@@ -813,7 +817,7 @@ def _plan_absent(text, data, params, journal, in_sync, name, journal_name, track
                 tracker.add(_label(key), _shown(edit.get("after")), _shown(before), reason=_undo_reason(key, edit, before))
         if journal.get("original") is None:
             tracker.add("file %s" % name, "created by this module", None, reason="created by this module (removed)")
-            return None, None, journal.get("created_dirs", [])
+            return None, None, _recorded_dirs(journal)
         return journal["original"], None, []
     new_text = undo_edits(text, journal["edits"], name, tracker, warnings)
     after = load(new_text, name)
@@ -826,5 +830,5 @@ def _plan_absent(text, data, params, journal, in_sync, name, journal_name, track
         )
     if journal.get("original") is None and after == {}:
         tracker.add("file %s" % name, "created by this module", None, reason="created by this module (removed)")
-        return None, None, journal.get("created_dirs", [])
+        return None, None, _recorded_dirs(journal)
     return new_text, None, []

@@ -10,7 +10,7 @@ started from on COS without reading it before the edit).
 A replaced line carries its original text in a trailing comment (``# gpu_node.container_toolkit:
 was "<json>"``), an inserted line carries ``# gpu_node.container_toolkit: added``, and inserted
 groups of lines sit between a ``begin`` and an ``end`` comment line. A file this collection
-created from nothing opens with a ``created`` line naming the directories the write created.
+created from nothing opens with the ``created`` line of ``ownership``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import hashlib
 import json
 import re
 
-TAG = "gpu_node.container_toolkit"
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.ownership import CREATED_RE, TAG
+
 ADDED = "# %s: added" % TAG
 WAS = "# %s: was " % TAG
 BEGIN = "# %s: begin (state=absent removes the lines up to the end marker)" % TAG
@@ -27,11 +28,6 @@ END = "# %s: end" % TAG
 # A mark may end in "(wrote <digest>)": the line as this collection wrote it, so that state=absent
 # gives back only a line that is still so (marks written before this carry none, and are trusted).
 MARK_RE = re.compile(r"[ \t]*# " + re.escape(TAG) + r": (added|was (\".*\"))(?: \(wrote ([0-9a-f]{8})\))?[ \t]*$")
-# Opens a file this collection created from nothing: state=absent removes the file when nothing
-# else is left in it, and then the directories the write created (a JSON list of host paths), each
-# only when it is empty.
-CREATED = "# %s: created" % TAG
-CREATED_RE = re.compile(r"^# " + re.escape(TAG) + r": created\b[^\n\[]*(\[[^\n]*\])[ \t]*$", re.M)
 
 
 class JournalError(ValueError):
@@ -61,27 +57,6 @@ def changed_by_hand(body, match):
 def has_journal(text):
     """Whether ``text`` holds any journal entry (a file this collection edited)."""
     return TAG + ":" in (text or "")
-
-
-def created_line(dirs):
-    """The first line of a file this collection creates; ``dirs``: the host paths of the directories
-    that writing it creates (outermost first), for state=absent to remove again when empty."""
-    return "%s; state=absent removes this file when nothing else is in it, then these directories when " \
-           "empty: %s" % (CREATED, json.dumps(list(dirs)))
-
-
-def created_record(text):
-    """``(line, dirs)`` when ``text`` holds the :func:`created_line`, else None."""
-    match = CREATED_RE.search(text or "")
-    if not match:
-        return None
-    try:
-        dirs = json.loads(match.group(1))
-    except ValueError:
-        return None
-    if not isinstance(dirs, list) or not all(isinstance(d, str) and d.startswith("/") for d in dirs):
-        return None
-    return match.group(0), dirs
 
 
 def undo_lines(lines, name, kept=None):

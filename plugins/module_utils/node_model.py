@@ -62,14 +62,6 @@ def normalize_host_path(path):
     return "/" + normalised.lstrip("/")
 
 
-def own_dirs(directory, recorded):
-    """Those of the ``recorded`` directories (a record read from a node file: "created by this
-    collection") that a file in ``directory`` may own and remove: ``directory`` and its parents,
-    never ``/``. Whatever else a forged record lists (``/etc``, ``/home/user/.ssh``) is dropped."""
-    return sorted({entry for entry in map(normalize_host_path, recorded)
-                   if entry != "/" and is_under(directory, entry)})
-
-
 def node_path(host_root, host_path):
     """Where the host path ``host_path`` is found by code that sees the node at ``host_root``."""
     relative = normalize_host_path(host_path).lstrip("/")

@@ -13,11 +13,10 @@ The caller holds the node's lock.
 from __future__ import annotations
 
 import hashlib
-import os
 import posixpath
 import shlex
-import time
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import NodeFsError
 
 
@@ -46,11 +45,6 @@ def changed_meanwhile(host_path, current, expect_sha256, expect_absent):
     if expect_sha256 and (current is None or hashlib.sha256(current).hexdigest() != expect_sha256.lower()):
         return "%s %s on the node" % (host_path, "was removed" if current is None else "changed")
     return None
-
-
-def backup_name(host_path):
-    """Ansible's backup naming (``<path>.<pid>.<date>@<time>~``), which the roles' cleanup matches."""
-    return "%s.%d.%s~" % (host_path, os.getpid(), time.strftime("%Y-%m-%d@%H:%M:%S"))
 
 
 def new_result(host_path):
@@ -102,7 +96,7 @@ def write(node, request, result, check_mode, run_command):
     if current is not None:
         owner = (found["uid"], found["gid"])
         if request["backup"]:
-            result["backup_file"] = backup_name(host_path)
+            result["backup_file"] = ownership.backup_name(host_path)
             try:
                 node.write(result["backup_file"], current, mode=found["mode"], owner=owner)
             except NodeFsError as exc:

@@ -26,6 +26,7 @@ import json
 import posixpath
 import re
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import MAX_LINK_HOPS
 
 # name -> wrapper kind
@@ -318,7 +319,7 @@ def render_manifest(install_dir, entries, created_dirs=()):
         "format": MANIFEST_FORMAT,
         "written_by": WRITER,
         "install_dir": install_dir,
-        "created_dirs": sorted(set(created_dirs), key=lambda d: (d.count("/"), d)),
+        ownership.KEY: ownership.outermost_first(created_dirs),
         "files": manifest_files(entries),
     }
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
@@ -379,7 +380,4 @@ def parse_manifest(text):
     for name in files:
         if not name or "/" in name or name in (".", "..") or "\0" in name:
             raise ValueError("bad file name %r" % name)
-    dirs = document.get("created_dirs") or []
-    if not isinstance(dirs, list) or not all(isinstance(d, str) and d.startswith("/") for d in dirs):
-        raise ValueError("bad 'created_dirs'")
-    return {"files": files, "created_dirs": dirs}
+    return {"files": files, "created_dirs": ownership.dirs_in_document(document)}

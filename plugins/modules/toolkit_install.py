@@ -330,6 +330,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
     mounts,
     node_model,
     node_write,
+    ownership,
     toolkit_layout,
     toolkit_source,
 )
@@ -539,9 +540,8 @@ class Installer:
             return
         for name in present + [toolkit_layout.MANIFEST_NAME]:
             node.remove(self.host(name))
-        dirs = [d for d in manifest["created_dirs"] if node_model.is_under(d, self.target)
-                or node_model.is_under(self.target, d)]
-        removed_dirs = node.remove_empty_dirs(dirs)
+        removed_dirs = node.remove_empty_dirs(ownership.removable(
+            posixpath.join(self.target, toolkit_layout.MANIFEST_NAME), manifest["created_dirs"]))
         self.result["changes"] += [{"path": d, "action": "removed"} for d in removed_dirs]
 
     def run(self):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import posixpath
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toml_edit
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlDocument, TomlEditError
@@ -88,8 +88,8 @@ def edit(text, params, containerd_output=None, drop_in_text=None, name="config.t
     Returns a dict: ``text`` (new root; None when it is missing and stays so, or, with ``state:
     absent``, when the file is to be removed: this module created it and nothing else is left in
     it), ``drop_in_text`` (new drop-in, None to remove it or when not in drop-in mode),
-    ``remove_dirs`` (``state: absent``: the directories the removed files' writes created, deepest
-    first, to remove when empty), ``version``, ``version_source``, ``changes``, ``warnings``,
+    ``remove_dirs`` (``state: absent``: ``(host path, directories)`` for each removed file whose
+    ownership record lists the directories its write created), ``version``, ``version_source``, ``changes``, ``warnings``,
     ``restart_required``. Raises ConfigError or TomlEditError, naming the file, when the file
     cannot be edited safely.
     """
@@ -109,18 +109,18 @@ def edit(text, params, containerd_output=None, drop_in_text=None, name="config.t
     remove_root = False
     remove_dirs = []
     if state == "absent":
-        created = edit_journal.created_record(text)
+        created = ownership.record_in_text(text)
         _absent(doc, version, params, tracker, warnings)
         if created is not None and not doc.text.strip():
             # Made from nothing by this module, and nothing of anyone else's in it: it goes.
             remove_root = True
-            remove_dirs.extend(created[1])
+            remove_dirs.append((name, created[1]))
             tracker.add("file %s" % name, "created by this module", None, reason="created by this module (removed)")
         if drop_in and drop_in_text is not None:
             tracker.add("drop_in %s" % drop_in, "present", None, reason="present (removed)")
-            drop_created = edit_journal.created_record(drop_in_text)
+            drop_created = ownership.record_in_text(drop_in_text)
             if drop_created is not None:
-                remove_dirs.extend(drop_created[1])
+                remove_dirs.append((drop_in, drop_created[1]))
     else:
         if empty and (version != 1 or params.get("config_version") not in (None, "auto")):
             doc.set(("version",), version)
@@ -146,11 +146,11 @@ def edit(text, params, containerd_output=None, drop_in_text=None, name="config.t
     if remove_root:
         new_text = None
     elif text is None and new_text is not None and state == "present":
-        new_text = edit_journal.created_line(params.get("created_dirs") or []) + doc.newline + new_text
+        new_text = ownership.created_line(params.get("created_dirs") or []) + doc.newline + new_text
     return {
         "text": new_text,
         "drop_in_text": new_drop_in,
-        "remove_dirs": sorted(set(remove_dirs), key=lambda d: (-d.count("/"), d)),
+        "remove_dirs": remove_dirs,
         "version": version,
         "version_source": source,
         "changes": tracker.reasons(),
@@ -237,10 +237,10 @@ def _present_drop_in(doc, version, params, tracker, drop_in, drop_in_text):
         return drop_in_text
     new_text = toml_edit.document_text(data, layout=doc.layout, literal=doc.literal)
     if drop_in_text is None:
-        new_text = edit_journal.created_line(params.get("drop_in_created_dirs") or []) + "\n" + new_text
-    elif edit_journal.created_record(drop_in_text) is not None:
+        new_text = ownership.created_line(params.get("drop_in_created_dirs") or []) + "\n" + new_text
+    elif ownership.record_in_text(drop_in_text) is not None:
         # Rewritten: it stays the file this module created, with the directories it made for it.
-        new_text = edit_journal.created_record(drop_in_text)[0] + "\n" + new_text
+        new_text = ownership.record_in_text(drop_in_text)[0] + "\n" + new_text
     tracker.add("drop_in %s" % drop_in, drop_in_text, new_text,
                 reason="missing (written)" if drop_in_text is None else "differs (rewritten)")
     return new_text

@@ -14,7 +14,7 @@ The one place where the collection's action plugins touch node files:
   ``backup`` and runs ``validate`` (``%s`` is the new file) first. It is a compare-and-swap on
   what ``read`` found, under the node's lock, so an edit another run made between this task's
   read and its write is never overwritten.
-- ``remove``: ``ansible.builtin.file`` with ``state: absent``; ``remove_empty_dirs``: ``rmdir``,
+- ``remove``: ``ansible.builtin.file`` with ``state: absent``; ``remove_created_dirs``: ``rmdir``,
   which leaves a directory with anything in it alone.
 - check mode writes nothing; ``--diff`` entries come from ``module_utils.node_fs.text_diff``.
 - ``receive_command``: the shell command that puts a file sent on its standard input in a new
@@ -29,11 +29,11 @@ import posixpath
 import re
 import shlex
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import (
     host_path_of,
     node_path,
     normalize_host_path,
-    own_dirs,
 )
 
 INFO_MODULE = "gpu_node.container_toolkit.node_files_info"
@@ -266,22 +266,22 @@ class NodeFiles:
             raise NodeFileError("could not remove %s: %s" % (node_file.host_path, result.get("msg")))
         return True
 
-    def remove_empty_dirs(self, host_root, host_dirs, check_mode, owners):
-        """``rmdir`` each of ``host_dirs`` (in the order given: deepest first) that is empty; a
-        directory with anything in it stays. ``owners``: the host paths of the files whose records
-        listed them: only those files' own directories and their parents are removed, whatever a
-        forged record lists. Returns the host paths removed; in check mode nothing is removed and
-        the list is empty (whether a directory would be empty cannot be told)."""
-        allowed = {d for owner in owners for d in own_dirs(posixpath.dirname(owner), host_dirs)}
-        host_dirs = [d for d in map(normalize_host_path, host_dirs) if d in allowed]
-        if not host_dirs or check_mode:
-            return []
-        by_node = {node_path(host_root, d): d for d in host_dirs}
-        script = 'for d in "$@"; do rmdir -- "$d" 2>/dev/null && printf "%s\\n" "$d"; done; exit 0'
-        rc, stdout = self.run(["sh", "-c", script, "sh"] + list(by_node))
-        if rc is None:
-            raise NodeFileError("could not remove the directories %s" % ", ".join(host_dirs))
-        return [by_node[p] for p in stdout.splitlines() if p in by_node]
+    def remove_created_dirs(self, host_root, records, check_mode):
+        """``rmdir`` the directories this collection's records say it created, each only when it is
+        empty. ``records``: ``(owner, dirs)`` pairs, ``owner`` the host path of the file whose record
+        listed ``dirs``; only what :func:`ownership.removable` allows that file is touched, whatever a
+        forged record lists. Returns ``(removed, changes)``: the host paths removed (none in check
+        mode, where whether a directory would be empty cannot be told) and a line for each."""
+        host_dirs = ownership.deepest_first(d for owner, dirs in records for d in ownership.removable(owner, dirs))
+        removed = []
+        if host_dirs and not check_mode:
+            by_node = {node_path(host_root, d): d for d in host_dirs}
+            script = 'for d in "$@"; do rmdir -- "$d" 2>/dev/null && printf "%s\\n" "$d"; done; exit 0'
+            rc, stdout = self.run(["sh", "-c", script, "sh"] + [node_path(host_root, d) for d in host_dirs])
+            if rc is None:
+                raise NodeFileError("could not remove the directories %s" % ", ".join(host_dirs))
+            removed = [by_node[p] for p in stdout.splitlines() if p in by_node]
+        return removed, ownership.dir_changes(host_dirs, removed, check_mode)
 
     def files_under(self, host_root, host_dir):
         """Host paths of what is under ``host_dir`` at any depth that is not a directory (files and
@@ -302,10 +302,10 @@ class NodeFiles:
                 continue
         return sorted(found)
 
-    def backups_of(self, node_file, pattern):
-        """Host paths of the files next to ``node_file`` whose names match the regular expression
+    def backups_of(self, host_root, host_dir, pattern):
+        """Host paths of the files in ``host_dir`` whose names match the regular expression
         ``pattern`` (one ``find``)."""
-        directory = posixpath.dirname(node_file.node_path)
+        directory = node_path(host_root, host_dir)
         result = self._module("ansible.builtin.find", {
             "paths": [directory], "patterns": [pattern], "use_regex": True, "file_type": "file",
             "hidden": True, "recurse": False, "get_checksum": False,
@@ -315,7 +315,7 @@ class NodeFiles:
         found = []
         for entry in result.get("files", []):
             try:
-                found.append(host_path_of(node_file.host_root, entry["path"]))
+                found.append(host_path_of(host_root, entry["path"]))
             except ValueError:
                 continue
         return sorted(found)

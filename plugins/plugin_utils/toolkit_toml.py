@@ -11,14 +11,12 @@ it is. The decisions come from ``module_utils/toolkit_config.py``; the lines are
 
 from __future__ import annotations
 
-import posixpath
-
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_config as tc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import text_diff
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import normalize_host_path, own_dirs
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import normalize_host_path
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import missing_dirs, parent_dirs
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import (
     TomlDocument,
@@ -65,7 +63,7 @@ def why_kept(node_file, settings):
     created, holding nothing but what it sets, is removed."""
     if not node_file.exists:
         return None
-    if edit_journal.created_record(node_file.text) is None:
+    if ownership.record_in_text(node_file.text) is None:
         return ("this module did not create it (it only set keys in it), so it stays, with them; "
                 "remove it or the keys by hand if they must go")
     try:
@@ -102,14 +100,11 @@ def converge(files, args, check_mode, diff_mode):
         changed = files.remove(node_file, check_mode)
         out.update(changed=changed, changes=["%s: present (removed)" % node_file.host_path] if changed else [])
         # The directories the first write made for it go too, each only when it is empty.
-        record = edit_journal.created_record(node_file.text) if changed else None
+        record = ownership.record_in_text(node_file.text) if changed else None
         if record is not None:
-            dirs = sorted(own_dirs(posixpath.dirname(node_file.host_path), record[1]),
-                          key=lambda d: (-d.count("/"), d))
-            out["removed_dirs"] = files.remove_empty_dirs(host_root, dirs, check_mode, owners=[node_file.host_path])
-            out["changes"].extend("directory %s: created by this module (%s)" % (
-                d, "removed" if d in out["removed_dirs"] else "removed when empty" if check_mode else "kept: not empty")
-                for d in dirs)
+            out["removed_dirs"], dir_changes = files.remove_created_dirs(
+                host_root, [(node_file.host_path, record[1])], check_mode)
+            out["changes"].extend(dir_changes)
         if changed and diff_mode:
             out["diff"] = [text_diff(node_file.host_path, node_file.text, node_file.host_path, None)]
         return out
@@ -131,7 +126,7 @@ def converge(files, args, check_mode, diff_mode):
     )
     plan = edit(node_file.text, wanted, name=node_file.host_path)
     if not node_file.exists:
-        plan["text"] = edit_journal.created_line(missing_dirs(path, existing)) + "\n" + plan["text"]
+        plan["text"] = ownership.created_line(missing_dirs(path, existing)) + "\n" + plan["text"]
     changed, backup_file = files.write(node_file, plan["text"], check_mode, backup=args["backup"], mode="0644")
     out.update(changed=changed, changes=plan["changes"], ldconfig=ldconfig, ldconfig_source=ldconfig_source,
                driver_root=driver_root, driver_root_source=driver_root_source,

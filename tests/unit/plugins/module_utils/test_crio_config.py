@@ -115,7 +115,10 @@ def test_absent_plans_nothing():
 def test_header_marks_the_file_and_records_created_directories():
     text = crio.header("crun", ["/etc/crio/crio.conf.d/10-crun.conf"], ["/etc/crio", "/etc/crio/crio.conf.d"])
     assert crio.is_ours(text) and crio.is_ours(text.replace("\n", "\r\n"))
-    assert crio.created_dirs_of(text) == ["/etc/crio/crio.conf.d", "/etc/crio"]
+    assert crio.created_dirs_of(text) == ["/etc/crio", "/etc/crio/crio.conf.d"]
+    # a drop-in written by an earlier release (its own record form) is still read
+    assert crio.created_dirs_of(crio.MARK + "\n# created directories: /etc/crio/crio.conf.d /etc/crio\n") == [
+        "/etc/crio/crio.conf.d", "/etc/crio"]
     assert crio.created_dirs_of(crio.header("crun", [], [])) == []
     assert "CRI-O's built-in" in crio.header("crun", [], [])
     assert not crio.is_ours("[crio.runtime]\n") and not crio.is_ours(None) and not crio.is_ours("")

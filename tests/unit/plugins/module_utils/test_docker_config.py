@@ -205,7 +205,7 @@ def test_created_file_is_removed_with_the_directories_it_made():
     assert journal["written_sha256"] == dc.sha256(result["text"])
     removed = absent(result["text"], result["journal_text"])
     assert removed["text"] is None and removed["journal_text"] is None
-    assert removed["remove_dirs"] == ["/etc/docker"]
+    assert removed["remove_dirs"] == [("/etc/docker/daemon.json", ["/etc/docker"])]
     assert "file /etc/docker/daemon.json: created by this module (removed)" in removed["changes"]
 
 
@@ -273,7 +273,7 @@ def test_changed_since_on_a_created_file_removes_it_only_when_empty():
     # Reformatted by someone (same content, other bytes): nothing of anyone else's, so it goes.
     reformatted = json.dumps(json.loads(first["text"]), indent=1)
     gone = absent(reformatted, first["journal_text"])
-    assert gone["text"] is None and gone["remove_dirs"] == ["/etc/docker"]
+    assert gone["text"] is None and gone["remove_dirs"] == [("/etc/docker/daemon.json", ["/etc/docker"])]
 
 
 def test_absent_refuses_to_leave_a_default_runtime_that_does_not_exist():
@@ -401,6 +401,6 @@ def test_own_backups_name_the_directories_a_created_file_needed():
     created = dc.plan(None, params(created_dirs=["/etc", "/etc/docker"]))
     copy = "/etc/docker/.daemon.json.gpu_node.container_toolkit.json.1.2024-01-01@10:00:00~"
     ours, dirs = dc.own_backups("/etc/docker/daemon.json", {copy: created["journal_text"]}, None)
-    assert ours == [copy] and dirs == ["/etc/docker", "/etc"]
+    assert ours == [copy] and dirs == ["/etc", "/etc/docker"]
     # A damaged journal copy is still a copy of the journal, and names no directory.
     assert dc.own_backups("/etc/docker/daemon.json", {copy: "{"}, None) == ([copy], [])

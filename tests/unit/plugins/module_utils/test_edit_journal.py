@@ -10,6 +10,7 @@ import pytest
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal as ej
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import containerd_toml as ct
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlDocument, TomlEditError, load
 
@@ -102,8 +103,8 @@ def test_an_edit_of_an_edit_keeps_the_first_record():
 
 def test_a_file_created_from_nothing_gives_back_nothing():
     text = ct.edit(None, params(created_dirs=["/etc/containerd"]))["text"]
-    assert text.startswith(ej.CREATED)
-    assert ej.created_record(text)[1] == ["/etc/containerd"]
+    assert text.startswith(ownership.CREATED)
+    assert ownership.record_in_text(text)[1] == ["/etc/containerd"]
     assert ej.undo_text(text, "config.toml") == ""
 
 
@@ -147,35 +148,6 @@ def test_a_begin_without_an_end_names_the_line(text, line):
     # The controller's editor says the same, as its own error.
     with pytest.raises(TomlEditError, match="line %d: the block started by" % line):
         TomlDocument(text, "/etc/containerd/config.toml", journal=True).undo()
-
-
-def test_created_line_and_record_round_trip():
-    line = ej.created_line(["/etc/containerd", "/etc/containerd/conf.d"])
-    assert line.startswith(ej.CREATED + ";")
-    text = line + "\nversion = 2\n"
-    assert ej.created_record(text) == (line, ["/etc/containerd", "/etc/containerd/conf.d"])
-    assert ej.created_record(ej.created_line([]) + "\n") == (ej.created_line([]), [])
-    assert ej.undo_text(text, "t") == "version = 2\n"
-    # undo_lines drops the line also with a CRLF line end
-    assert ej.undo_text(text.replace("\n", "\r\n"), "t") == "version = 2\r\n"
-
-
-@pytest.mark.xfail(strict=True, reason="bug: CREATED_RE's `[ \\t]*$` does not allow the \\r of a CRLF line end, so "
-                                       "created_record misses a created line that undo_lines does recognise")
-def test_created_record_of_a_crlf_file():
-    line = ej.created_line(["/etc/containerd"])
-    assert ej.created_record(line + "\r\nversion = 2\r\n") == (line, ["/etc/containerd"])
-
-
-@pytest.mark.parametrize("text", [
-    None, "", "version = 2\n",
-    "# gpu_node.container_toolkit: created; dirs: [not json]\n",
-    '# gpu_node.container_toolkit: created; dirs: {"a": 1}\n',
-    '# gpu_node.container_toolkit: created; dirs: ["relative/dir"]\n',
-    "# gpu_node.container_toolkit: created; dirs: [1]\n",
-])
-def test_created_record_refuses_what_is_not_one(text):
-    assert ej.created_record(text) is None
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])

@@ -13,6 +13,7 @@ from confined import free, full_disk, needs_unshare, node_lock_held, read_only, 
 from fakenode import link_driver_root
 from module_runner import run_module
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import cdi_spec
 
 COS_HOOK = "/home/kubernetes/bin/nvidia/toolkit/nvidia-cdi-hook"
@@ -254,7 +255,7 @@ def test_absolute_var_run_link_stays_inside_host_root(cos_node, monkeypatch):
 
 
 def without_dirs_record(data):
-    return b"".join(line for line in data.splitlines(True) if not line.startswith(b"# created_dirs:"))
+    return b"".join(line for line in data.splitlines(True) if not line.startswith(ownership.CREATED.encode()))
 
 
 def test_symlink_at_path_is_replaced_not_followed(cos_node, monkeypatch):
@@ -477,7 +478,7 @@ def test_absent_removes_the_directories_the_write_created(cos_node, monkeypatch)
     assert not cos_node.node_path("/var").exists()
     result = ok(cos_node, monkeypatch)
     assert result["changed"] is True
-    assert '# created_dirs: ["/var", "/var/run", "/var/run/cdi"]' in written(cos_node)
+    assert ownership.created_line(["/var", "/var/run", "/var/run/cdi"], ownership.REMOVES_OWNED) in written(cos_node)
     assert ok(cos_node, monkeypatch)["changed"] is False  # the record is stable
     check = ok(cos_node, monkeypatch, state="absent", check_mode=True)
     assert check["changed"] is True and cos_node.node_path("/var/run/cdi").is_dir()
@@ -486,10 +487,21 @@ def test_absent_removes_the_directories_the_write_created(cos_node, monkeypatch)
     assert not cos_node.node_path("/var").exists()
 
 
+def test_a_spec_with_an_earlier_releases_record_is_not_rewritten_for_it_and_still_undone(cos_node, monkeypatch):
+    ok(cos_node, monkeypatch)
+    spec = cos_node.node_path(MANAGEMENT_PATH)
+    line = ownership.created_line(["/var", "/var/run", "/var/run/cdi"], ownership.REMOVES_OWNED)
+    legacy = spec.read_text().replace(line, '# created_dirs: ["/var", "/var/run", "/var/run/cdi"] (state=absent '
+                                            'removes them when empty)')
+    spec.write_text(legacy)
+    assert ok(cos_node, monkeypatch)["changed"] is False and spec.read_text() == legacy
+    assert ok(cos_node, monkeypatch, state="absent")["removed_dirs"] == ["/var/run/cdi", "/var/run", "/var"]
+
+
 def test_absent_keeps_directories_that_were_there(cos_node, monkeypatch):
     cos_node.node_path("/var/run/cdi").mkdir(parents=True)
     ok(cos_node, monkeypatch)
-    assert "# created_dirs" not in written(cos_node)
+    assert ownership.CREATED not in written(cos_node)
     result = ok(cos_node, monkeypatch, state="absent")
     assert result["removed_dirs"] == [] and cos_node.node_path("/var/run/cdi").is_dir()
 
@@ -499,7 +511,7 @@ def test_the_last_spec_to_go_takes_the_directories_and_a_strangers_file_keeps_th
     ok(cos_node, monkeypatch)
     ok(cos_node, monkeypatch, mode="gpu", path=gpu)
     # The second spec found /var/run/cdi made by the first, and records it too.
-    assert '# created_dirs: ["/var", "/var/run", "/var/run/cdi"]' in written(cos_node, gpu)
+    assert ownership.created_line(["/var", "/var/run", "/var/run/cdi"], ownership.REMOVES_OWNED) in written(cos_node, gpu)
     assert ok(cos_node, monkeypatch)["changed"] is False
     assert ok(cos_node, monkeypatch, state="absent")["removed_dirs"] == []
     assert cos_node.node_path(gpu).exists()
@@ -636,7 +648,9 @@ def test_a_driver_file_linked_to_a_node_secret_is_not_mounted(cos_node, monkeypa
     assert "libcuda.so.535.104.12" in spec
 
 
-def test_a_forged_created_dirs_record_removes_nothing_outside_the_specs_own_directories(cos_node, monkeypatch, tmp_path):
+@pytest.mark.parametrize("legacy", [False, True], ids=["record", "earlier-release-record"])
+def test_a_forged_created_dirs_record_removes_nothing_outside_the_specs_own_directories(cos_node, monkeypatch, tmp_path,
+                                                                                         legacy):
     """uninstall read the spec's header and removed every empty directory it listed, links followed out of the node."""
     outside = tmp_path / "outside-node"
     (outside / "empty").mkdir(parents=True)
@@ -648,9 +662,10 @@ def test_a_forged_created_dirs_record_removes_nothing_outside_the_specs_own_dire
     spec = cos_node.node_path(MANAGEMENT_PATH)
     forged = decoys + ["/escape/empty", "/var/run/cdi/../../../escape/empty", "/", "/var/run/cdi", "/var/run"]
     text = spec.read_text()
-    record = '# created_dirs: ["/var/run", "/var/run/cdi"]'
+    record = ownership.created_line(["/var/run", "/var/run/cdi"], ownership.REMOVES_OWNED)
     assert record in text  # the fake node has no /var/run: the write made both
-    spec.write_text(text.replace(record, "# created_dirs: %s" % json.dumps(forged)))
+    spec.write_text(text.replace(record, "# created_dirs: %s" % json.dumps(forged) if legacy
+                                 else ownership.created_line(forged)))
     cos_node.node_path("/var/run/keep").write_text("")  # /var/run is no longer empty
     result = ok(cos_node, monkeypatch, state="absent")
     assert not spec.exists()

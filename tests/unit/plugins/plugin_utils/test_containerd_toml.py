@@ -11,7 +11,7 @@ import pytest
 import tomlkit
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal, ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import containerd_toml as ct
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlEditError
 
@@ -386,12 +386,12 @@ def test_created_file_records_the_directories_and_absent_removes_both():
     first = made["text"].splitlines()[0]
     assert first.startswith("# gpu_node.container_toolkit: created")
     assert first.endswith('["/etc", "/etc/containerd"]')
-    assert edit_journal.created_record(made["text"])[1] == ["/etc", "/etc/containerd"]
+    assert ownership.record_in_text(made["text"])[1] == ["/etc", "/etc/containerd"]
     # A re-run changes nothing, the record included.
     assert ct.edit(made["text"], params())["text"] == made["text"]
     back = ct.edit(made["text"], params(state="absent"), name="/etc/containerd/config.toml")
     assert back["text"] is None
-    assert back["remove_dirs"] == ["/etc/containerd", "/etc"]  # deepest first
+    assert back["remove_dirs"] == [("/etc/containerd/config.toml", ["/etc", "/etc/containerd"])]
     assert any(c.startswith("file /etc/containerd/config.toml: created by this module") for c in back["changes"])
     assert back["restart_required"]
 
@@ -408,22 +408,22 @@ def test_created_file_with_the_users_own_lines_stays():
 @pytest.mark.parametrize("text", ["", "\n", "# only a comment\n"])
 def test_existing_blank_file_is_given_back_not_removed(text):
     made = ct.edit(text, params(created_dirs=["/etc/containerd"]))
-    assert edit_journal.created_record(made["text"]) is None  # it existed: not ours to remove
+    assert ownership.record_in_text(made["text"]) is None  # it existed: not ours to remove
     back = ct.edit(made["text"], params(state="absent"))
     assert back["text"] == text and back["remove_dirs"] == []
 
 
 def test_created_drop_in_records_its_directory_and_keeps_it_when_rewritten():
     made = ct.edit(fixture("gke-cos"), params(drop_in=DROP_IN, drop_in_created_dirs=["/etc/containerd/conf.d"]))
-    assert edit_journal.created_record(made["drop_in_text"])[1] == ["/etc/containerd/conf.d"]
-    assert edit_journal.created_record(made["text"]) is None
+    assert ownership.record_in_text(made["drop_in_text"])[1] == ["/etc/containerd/conf.d"]
+    assert ownership.record_in_text(made["text"]) is None
     edited = made["drop_in_text"].replace('/usr/local/nvidia/toolkit/nvidia-container-runtime"', '/wrong"')
     again = ct.edit(made["text"], params(drop_in=DROP_IN), drop_in_text=edited)
     assert again["drop_in_text"] != edited
-    assert edit_journal.created_record(again["drop_in_text"])[1] == ["/etc/containerd/conf.d"]
+    assert ownership.record_in_text(again["drop_in_text"])[1] == ["/etc/containerd/conf.d"]
     back = ct.edit(made["text"], params(drop_in=DROP_IN, state="absent"), drop_in_text=again["drop_in_text"])
     assert back["text"] == fixture("gke-cos") and back["drop_in_text"] is None
-    assert back["remove_dirs"] == ["/etc/containerd/conf.d"]
+    assert back["remove_dirs"] == [(DROP_IN, ["/etc/containerd/conf.d"])]
 
 
 def test_journal_undo_drops_the_created_record():
@@ -437,7 +437,7 @@ def test_journal_undo_drops_the_created_record():
     '# someone wrote: ["/etc/containerd"]\n',
 ])
 def test_a_damaged_or_foreign_created_record_counts_as_none(text):
-    assert edit_journal.created_record(text) is None
+    assert ownership.record_in_text(text) is None
     back = ct.edit(text + "version = 2\n", params(state="absent"))
     assert back["text"] is not None and back["remove_dirs"] == []
 
