@@ -11,6 +11,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_mo
     node_path,
     normalize_host_path,
 )
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.runtimes import normalize_runtimes
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import containerd_toml as ct
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.engine import BackupSet, EngineAction, EnginePlan, FileStep
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import (
@@ -67,7 +68,7 @@ class ActionModule(EngineAction):
             raise cc.ConfigError("validate must contain %%s (the new file's path), got %r" % validate)
         params = {
             "state": args["state"],
-            "runtimes": cc.normalize_runtimes(args["runtimes"], args["install_dir"]),
+            "runtimes": normalize_runtimes(args["runtimes"], args["install_dir"]),
             "runtime_type": args["runtime_type"],
             "set_as_default": args["set_as_default"],
             "enable_cdi": args["enable_cdi"],

@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import posixpath
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import argument_specs, ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import crio_config as crio
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import normalize_host_path
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.runtimes import ConfigError, normalize_runtimes
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toml_edit
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.engine import BackupSet, EngineAction, EnginePlan, FileStep
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import NodeFiles, missing_dirs, parent_dirs
 
 
 class ActionModule(EngineAction):
-    argument_spec = staticmethod(crio.argument_spec)
-    refusals = (crio.ConfigError, toml_edit.TomlEditError)
+    argument_spec = staticmethod(argument_specs.crio_runtime)
+    refusals = (ConfigError, toml_edit.TomlEditError)
 
     def refusal_message(self, exc, args):
         return "%s; nothing was written" % exc
@@ -30,15 +31,15 @@ class ActionModule(EngineAction):
         config_path = normalize_host_path(args["config_path"])
         present = args["state"] == "present"
         params = {"state": args["state"], "set_as_default": args["set_as_default"],
-                  "runtimes": crio.normalize_runtimes(args["runtimes"], args["install_dir"])}
+                  "runtimes": normalize_runtimes(args["runtimes"], args["install_dir"])}
         others = [p for p in files.files_under(host_root, crio.drop_in_dir(path)) if p != path] if present else []
         order = crio.read_order(config_path, others)
         read, existing, texts = files.read_many(host_root, [path], exist=parent_dirs(path) + order, texts=order)
         drop_in = read[0]
         current = drop_in.text if drop_in.exists else None
         if current is not None and not crio.is_ours(current):
-            raise crio.ConfigError("%s was not written by this module (its first line is not %r); it is left as it "
-                                   "is: choose another path" % (drop_in.host_path, crio.MARK))
+            raise ConfigError("%s was not written by this module (its first line is not %r); it is left as it "
+                              "is: choose another path" % (drop_in.host_path, crio.MARK))
         result = {"path": drop_in.host_path}
         remove_dirs = []
         if present:
@@ -46,14 +47,14 @@ class ActionModule(EngineAction):
             for where, text in zip(order, texts):
                 if text is None:
                     if where in existing:
-                        raise crio.ConfigError("%s cannot be read as UTF-8 text, so CRI-O's settings cannot be "
-                                               "known" % where)
+                        raise ConfigError("%s cannot be read as UTF-8 text, so CRI-O's settings cannot be "
+                                          "known" % where)
                     continue
                 parsed.append((where, toml_edit.load(text, where)))
             decided = crio.plan(parsed, params)
             created = (crio.created_dirs_of(current) if current is not None
                        else missing_dirs(drop_in.host_path, existing))
-            text = crio.header(decided["base"], decided["base_sources"], created) + "\n" + toml_edit.document_text(decided["data"])
+            text = crio.render(decided["base"], decided["base_sources"], created, toml_edit.document_text(decided["data"]))
             self._check_written(text, decided["data"], drop_in.host_path)
             if ownership.same_but_record(current, text, ownership.LEGACY_CRIO):
                 text = current  # an earlier release's record of the same directories: no rewrite, no restart
@@ -65,14 +66,17 @@ class ActionModule(EngineAction):
             text = None
             if current is not None:
                 remove_dirs.append((drop_in.host_path, crio.created_dirs_of(current)))
-        changes = ["%s: %s" % (drop_in.host_path, "removed" if text is None else "updated" if current is not None
-                                else "created")] if text != current else []
+        what = "removed" if text is None else "updated" if current is not None else "created"
+        changes = ["%s: %s" % (drop_in.host_path, what)] if text != current else []
         # A copy never goes into the drop-in directory: CRI-O reads every file there, a copy too.
         copy_dir = posixpath.dirname(crio.drop_in_dir(drop_in.host_path))
-        step = FileStep(drop_in, text, mode="0644", copy_dir=copy_dir, copy_on_remove=True)
+        hand_changed = current is not None and text != current and ownership.changed_since_written(current)
+        step = FileStep(drop_in, text, mode="0644", copy_dir=copy_dir, copy_on_remove=True,
+                        keep_copy_because="changed by hand since this module wrote it" if hand_changed else None)
 
         def judge(texts):
-            ours = [c for c, t in texts.items() if crio.is_ours(t)]
+            # A copy that holds someone's hand edits is theirs now: remove_backups leaves it.
+            ours = [c for c, t in texts.items() if crio.is_ours(t) and not ownership.changed_since_written(t)]
             return ours, [d for c in ours for d in crio.created_dirs_of(texts[c])]
 
         backups = BackupSet(drop_in, ownership.backup_pattern(drop_in.host_path, hidden=True), judge,
@@ -85,6 +89,6 @@ class ActionModule(EngineAction):
     def _check_written(text, data, where):
         """The text must read back as exactly the data, and as handlers CRI-O accepts."""
         if toml_edit.load(text, where) != data:
-            raise crio.ConfigError("%s: the text rendered does not read back as the settings meant" % where)
+            raise ConfigError("%s: the text rendered does not read back as the settings meant" % where)
         for name, table in data["crio"]["runtime"]["runtimes"].items():
             crio.check_handler(name, table, where)

@@ -6,8 +6,10 @@ here (``module_utils/docker_config.py``), write them back atomically."""
 
 from __future__ import annotations
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import argument_specs
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import docker_config as dc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import normalize_host_path
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.runtimes import ConfigError, normalize_runtimes
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.engine import BackupSet, EngineAction, EnginePlan, FileStep
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import NodeFiles, missing_dirs, parent_dirs
 
@@ -16,8 +18,8 @@ JOURNAL_MODE = "0600"
 
 
 class ActionModule(EngineAction):
-    argument_spec = staticmethod(dc.argument_spec)
-    refusals = (dc.ConfigError,)
+    argument_spec = staticmethod(argument_specs.docker_runtime)
+    refusals = (ConfigError,)
 
     def refusal_message(self, exc, args):
         message = str(exc).rstrip("; ")
@@ -34,7 +36,7 @@ class ActionModule(EngineAction):
         present = args["state"] == "present"
         params = {
             "state": args["state"],
-            "runtimes": dc.normalize_runtimes(args["runtimes"], args["install_dir"]),
+            "runtimes": normalize_runtimes(args["runtimes"], args["install_dir"], dc.RESERVED_RUNTIME_NAMES),
             "set_as_default": args["set_as_default"],
             "enable_cdi": args["enable_cdi"],
         }

@@ -12,42 +12,60 @@ it with the module's ``DOCUMENTATION``. Each function returns a fresh dict (call
 from __future__ import annotations
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import crio_config as crio
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import docker_config as dc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_config as tc
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import node_argument_spec
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import (
+    DEFAULT_INSTALL_DIR,
+    node_argument_spec,
+)
 
-DEFAULT_INSTALL_DIR = "/usr/local/nvidia/toolkit"
 
-
-def containerd_runtime():
+def _engine(path):
+    """What every engine module takes: where its file is, the runtimes, the default, undo."""
     return dict(
         node_argument_spec(read_ahead=True),
-        path={"type": "str", "default": cc.DEFAULT_PATH},
-        install_dir={"type": "path", "default": cc.DEFAULT_INSTALL_DIR},
+        path={"type": "str", "default": path},
+        install_dir={"type": "path", "default": DEFAULT_INSTALL_DIR},
         runtimes={
             "type": "list",
             "elements": "dict",
             "options": {"name": {"type": "str", "required": True}, "binary": {"type": "str", "required": True}},
         },
-        runtime_type={"type": "str", "default": cc.DEFAULT_RUNTIME_TYPE},
         set_as_default={"type": "bool", "default": False},
+        state={"type": "str", "default": "present", "choices": ["present", "absent"]},
+        backup={"type": "bool", "default": False},
+        remove_backups={"type": "bool", "default": False},
+    )
+
+
+def containerd_runtime():
+    return dict(
+        _engine(cc.DEFAULT_PATH),
+        runtime_type={"type": "str", "default": cc.DEFAULT_RUNTIME_TYPE},
         enable_cdi={"type": "bool"},
         cdi_spec_dirs={"type": "list", "elements": "str"},
         container_annotations={"type": "list", "elements": "str",
                                "default": list(cc.DEFAULT_CONTAINER_ANNOTATIONS)},
         config_version={"type": "str", "default": "auto", "choices": ["auto", "1", "2", "3", "4"]},
         drop_in={"type": "str"},
-        state={"type": "str", "default": "present", "choices": ["present", "absent"]},
-        backup={"type": "bool", "default": False},
-        remove_backups={"type": "bool", "default": False},
         validate={"type": "str"},
     )
+
+
+def docker_runtime():
+    return dict(_engine(dc.DEFAULT_PATH), enable_cdi={"type": "bool"})
+
+
+def crio_runtime():
+    return dict(_engine(crio.DEFAULT_PATH), config_path={"type": "str", "default": crio.DEFAULT_CONFIG})
 
 
 def toolkit_config():
     return dict(
         node_argument_spec(read_ahead=True),
         path={"type": "str"},
-        install_dir={"type": "path", "default": tc.DEFAULT_INSTALL_DIR},
+        install_dir={"type": "path", "default": DEFAULT_INSTALL_DIR},
         driver_root={"type": "str", "default": "auto"},
         ldconfig={"type": "str", "default": "auto"},
         runtime_mode={"type": "str", "default": "auto", "choices": list(tc.MODES), "aliases": ["mode"]},

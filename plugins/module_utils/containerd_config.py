@@ -14,8 +14,13 @@ import fnmatch
 import posixpath
 import re
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.runtimes import (
+    LOW_LEVEL_RUNTIMES,
+    ConfigError,
+    base_runtime,
+)
+
 DEFAULT_PATH = "/etc/containerd/config.toml"
-DEFAULT_INSTALL_DIR = "/usr/local/nvidia/toolkit"
 DEFAULT_RUNTIME_TYPE = "io.containerd.runc.v2"
 FALLBACK_VERSION = 2
 # containerd's CRI plugin reads enable_cdi from 1.7 on.
@@ -42,12 +47,6 @@ CONTAINERD_BINARIES = (
 # First lines of files that their owner writes anew at every start (k3s and RKE2 write
 # config.toml from config.toml.tmpl): an edit there would vanish at the next restart.
 REGENERATED_MARKERS = ("DO NOT EDIT",)
-
-RUNTIME_SUFFIXES = (("nvidia", ""), ("nvidia-cdi", ".cdi"), ("nvidia-legacy", ".legacy"))
-
-
-class ConfigError(ValueError):
-    """The configuration cannot be edited as asked; the message says why and what to set."""
 
 
 def cri_table(version):
@@ -140,30 +139,6 @@ def choose_version(requested, declared, file_empty, containerd_output=None, not_
     return FALLBACK_VERSION, "default (%s)" % (not_asked or "containerd not found on the node")
 
 
-def default_runtimes(install_dir):
-    """The runtimes registered by default: nvidia, nvidia-cdi, nvidia-legacy in ``install_dir``."""
-    base = posixpath.join(install_dir, "nvidia-container-runtime")
-    return [{"name": name, "binary": base + suffix} for name, suffix in RUNTIME_SUFFIXES]
-
-
-def normalize_runtimes(runtimes, install_dir):
-    """Validate the ``runtimes`` option; empty -> the defaults."""
-    if not runtimes:
-        return default_runtimes(install_dir)
-    result = []
-    seen = set()
-    for entry in runtimes:
-        name = entry.get("name")
-        binary = entry.get("binary")
-        if not name or not binary:
-            raise ConfigError("each entry of runtimes needs 'name' and 'binary', got %r" % (entry,))
-        if name in seen:
-            raise ConfigError("runtime %r is listed twice in runtimes" % name)
-        seen.add(name)
-        result.append({"name": name, "binary": binary})
-    return result
-
-
 # runtime_type values of runtimes that run OCI containers with runc (or a runc-compatible binary).
 RUNC_COMPATIBLE_TYPES = ("io.containerd.runc.v2", "io.containerd.runc.v1", "io.containerd.runtime.v1.linux")
 DEFAULT_CONTAINER_ANNOTATIONS = ("cdi.k8s.io/*",)
@@ -189,12 +164,8 @@ def choose_template(runtimes, default_runtime_name, managed):
     runc options are inherited that way.
     """
     tables = {name: table for name, table in (runtimes or {}).items() if isinstance(table, dict)}
-    order = [default_runtime_name, "runc", "crun"] + list(tables)
-    ours = [name for name in order if name in managed]
-    for name in [n for n in order if n not in managed] + ours:
-        if name in tables and _runc_compatible(name, tables[name]):
-            return name
-    return None
+    return base_runtime([default_runtime_name] + list(LOW_LEVEL_RUNTIMES) + list(tables), tables, managed,
+                        usable=lambda name: _runc_compatible(name, tables[name]))
 
 
 def needs_default_entry(existing, default_runtime_name, managed):

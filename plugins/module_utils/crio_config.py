@@ -17,19 +17,16 @@ from __future__ import annotations
 
 import posixpath
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import (
-    node_argument_spec,
-    normalize_host_path,
-)
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership, runtimes
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import normalize_host_path
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.runtimes import ConfigError
 
 DEFAULT_PATH = "/etc/crio/crio.conf.d/99-nvidia.toml"
 DEFAULT_CONFIG = "/etc/crio/crio.conf"
 MARK = "# Written by gpu_node.container_toolkit crio_runtime. Do not edit: run the module (state=absent removes it)."
 # CRI-O's built-in choice when no file sets crio.runtime.default_runtime: crun from CRI-O 1.31,
 # runc before; the first of these the files define is the one the runtimes start from.
-LOW_LEVEL_RUNTIMES = ("crun", "runc")
+PREFERRED_RUNTIMES = ("crun", "runc")
 
 # The keys of a [crio.runtime.runtimes.<handler>] table and their TOML types, from the comments
 # CRI-O's own `crio config` template writes for a runtime handler (cri-o/cri-o,
@@ -58,29 +55,6 @@ RUNTIME_TYPES = ("oci", "vm", "pod")
 # wrapper. inherit_default_runtime = true would make CRI-O replace runtime_path with the default
 # runtime's at load time, so the wrapper would never run; runtime_config_path is for vm runtimes.
 NOT_INHERITED = ("runtime_path", "runtime_type", "inherit_default_runtime", "runtime_config_path")
-
-
-class ConfigError(ValueError):
-    """CRI-O's configuration cannot be used; the message names the file and the key."""
-
-
-def argument_spec():
-    """The ``crio_runtime`` options, used by the action plugin and by the module's ``main()``."""
-    return dict(
-        node_argument_spec(read_ahead=True),
-        path={"type": "str", "default": DEFAULT_PATH},
-        config_path={"type": "str", "default": DEFAULT_CONFIG},
-        install_dir={"type": "path", "default": cc.DEFAULT_INSTALL_DIR},
-        runtimes={
-            "type": "list",
-            "elements": "dict",
-            "options": {"name": {"type": "str", "required": True}, "binary": {"type": "str", "required": True}},
-        },
-        set_as_default={"type": "bool", "default": False},
-        state={"type": "str", "default": "present", "choices": ["present", "absent"]},
-        backup={"type": "bool", "default": False},
-        remove_backups={"type": "bool", "default": False},
-    )
 
 
 def drop_in_dir(path):
@@ -135,11 +109,13 @@ def base_runtime(default, handlers, own_names):
     """The handler the nvidia runtimes start from: the default runtime, unless it is one of ours
     (set_as_default made it so), else crun, else runc. ``(name, settings)``; settings are ``{}``
     when the files do not define the handler (CRI-O then builds it from its built-in defaults)."""
-    candidates = [n for n in ([default] if default else []) + list(LOW_LEVEL_RUNTIMES) if n not in own_names]
-    for name in candidates:
-        if name in handlers:
-            return name, handlers[name]
-    return candidates[0], {}
+    candidates = [default] + list(PREFERRED_RUNTIMES)
+    name = runtimes.base_runtime(candidates, handlers, own_names)
+    if name is None or name in own_names:
+        # CRI-O builds a handler the files do not define from its built-in defaults.
+        name = next(n for n in candidates if n and n not in own_names)
+        return name, handlers.get(name, {})
+    return name, handlers[name]
 
 
 def plan(files, params):
@@ -188,14 +164,6 @@ def is_ours(text):
     return text is not None and text.split("\n", 1)[0].rstrip("\r") == MARK
 
 
-def normalize_runtimes(runtimes, install_dir):
-    """The ``runtimes`` option checked (as containerd_runtime's; empty -> nvidia, nvidia-cdi, nvidia-legacy)."""
-    try:
-        return cc.normalize_runtimes(runtimes, install_dir or cc.DEFAULT_INSTALL_DIR)
-    except cc.ConfigError as exc:
-        raise ConfigError(str(exc)) from None
-
-
 def header(base, sources, created_dirs):
     """The drop-in's first lines: MARK, where its settings come from, and the directories writing
     it created (``state=absent`` removes them again when empty)."""
@@ -203,6 +171,11 @@ def header(base, sources, created_dirs):
     if created_dirs:
         lines.append(ownership.created_line(created_dirs, ownership.REMOVES_OWNED))
     return "\n".join(lines) + "\n"
+
+
+def render(base, sources, created_dirs, body):
+    """The drop-in's text: :func:`header`, the digest of ``body`` (the TOML), then ``body``."""
+    return ownership.signed(header(base, sources, created_dirs), "\n" + body)
 
 
 def created_dirs_of(text):

@@ -40,6 +40,9 @@ CONTAINER_ENGINE_MARKS = (
     ("crio", ("/usr/bin/crio", "/usr/local/bin/crio", "/etc/crio/crio.conf", "/etc/crio/crio.conf.d")),
 )
 
+# Where the toolkit's binaries go unless install_dir says otherwise.
+DEFAULT_INSTALL_DIR = "/usr/local/nvidia/toolkit"
+
 # Where the NVIDIA device nodes are, relative to dev_root.
 DEVICE_GLOBS = ("dev/nvidia*", "dev/nvidia-caps/*", "dev/nvidia-caps-imex-channels/*")
 

@@ -17,6 +17,7 @@ finds exactly the copies this collection made.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import posixpath
@@ -38,6 +39,9 @@ REMOVES_OWNED = "this file"
 # specs as a JSON list of their own.
 LEGACY_CRIO = (re.compile(r"^# created directories: ([^\n]*)$", re.M), str.split)
 LEGACY_CDI = (re.compile(r"^# created_dirs: (\[[^\n]*\])[^\n]*$", re.M), json.loads)
+# Ends the head of a file this collection writes whole (a CRI-O drop-in): a digest of what follows,
+# so that state=absent can tell a file changed by hand since, and keep a copy of it.
+WRITTEN_RE = re.compile(r"^# " + re.escape(TAG) + r": wrote sha256:([0-9a-f]{16})\b[^\n]*\n", re.M)
 BACKUP_STAMP = r"\.[0-9]+\.[0-9]{4}-[0-9]{2}-[0-9]{2}@[0-9]{2}:[0-9]{2}:[0-9]{2}~"
 
 
@@ -102,17 +106,36 @@ def dirs_in_document(document):
     return dirs
 
 
+def _digest(body):
+    return hashlib.sha256(body.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def signed(head, body):
+    """A whole file: ``head`` (comment lines, each ending in a newline), the line recording the
+    digest of ``body``, then ``body``."""
+    return "%s# %s: wrote sha256:%s (state=absent keeps a copy of this file if it is changed)\n%s" % (
+        head, TAG, _digest(body), body)
+
+
+def changed_since_written(text):
+    """Whether a :func:`signed` file is no longer as written (False for a file without the line:
+    written before there was one, and trusted)."""
+    match = WRITTEN_RE.search(text or "")
+    return match is not None and _digest(text[match.end():]) != match.group(1)
+
+
 def without_record(text, legacy=None):
-    """``text`` without its record line, in either form."""
+    """``text`` without its record line (in either form) and its written line."""
+    text = WRITTEN_RE.sub("", text or "", count=1)
     for pattern in (CREATED_RE,) + ((legacy[0],) if legacy else ()):
-        text = pattern.sub("", text or "", count=1)
+        text = pattern.sub("", text, count=1)
     return text
 
 
 def same_but_record(current, new, legacy):
     """Whether ``new`` differs from ``current`` only in the form of the record (an earlier release's
-    line, the same directories): the two mean the same to the engine, and a file is not rewritten,
-    nor its engine restarted across a fleet, for that alone."""
+    line, the same directories; no written line yet): the two mean the same to the engine, and a
+    file is not rewritten, nor its engine restarted across a fleet, for that alone."""
     if current is None or new is None or current == new:
         return current == new
     return (without_record(current, legacy) == without_record(new, legacy)

@@ -17,15 +17,14 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_mo
     join_host,
     normalize_host_path,
 )
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.runtimes import LOW_LEVEL_RUNTIMES
 
 # What marks a driver root for driver_root=auto here: the CUDA driver's SONAME link, which the
 # driver's installers (NVIDIA's .run, GKE's installer, the distributions' packages) all make.
 DRIVER_ROOT_MARKER = "libcuda.so.1"
 
-DEFAULT_INSTALL_DIR = "/usr/local/nvidia/toolkit"
 CONFIG_RELATIVE_PATH = ".config/nvidia-container-runtime/config.toml"
 MODES = ("auto", "cdi", "legacy", "csv")
-DEFAULT_LOW_LEVEL_RUNTIMES = ("runc", "crun")
 HOST_LDCONFIGS = ("/sbin/ldconfig.real", "/sbin/ldconfig")
 
 
@@ -109,7 +108,7 @@ def low_level_runtimes(requested, runc_binary=None):
         return list(requested)
     if runc_binary:
         return [runc_binary]
-    return list(DEFAULT_LOW_LEVEL_RUNTIMES)
+    return list(LOW_LEVEL_RUNTIMES)
 
 
 def merge(base, extra):
@@ -140,7 +139,7 @@ def wanted_settings(install_dir, driver_root, ldconfig, mode="auto", runtimes=No
         cdi["annotation-prefixes"] = list(annotation_prefixes)
     if spec_dirs is not None:
         cdi["spec-dirs"] = [normalize_host_path(d) for d in spec_dirs]
-    runtime = {"mode": mode, "runtimes": list(runtimes or DEFAULT_LOW_LEVEL_RUNTIMES)}
+    runtime = {"mode": mode, "runtimes": list(runtimes or LOW_LEVEL_RUNTIMES)}
     if cdi:
         runtime["modes"] = {"cdi": cdi}
     wanted = {

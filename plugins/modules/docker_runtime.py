@@ -243,12 +243,12 @@ removed_dirs:
 
 # First of the collection's imports: it fails clearly on a node Python too old for the others.
 import ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_python  # noqa: F401  # pylint: disable=unused-import
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import argument_specs
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.action_module import action_only_main
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.docker_config import argument_spec
 
 
 def main():
-    action_only_main(argument_spec())
+    action_only_main(argument_specs.docker_runtime())
 
 
 if __name__ == "__main__":

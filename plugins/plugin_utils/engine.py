@@ -38,11 +38,13 @@ class FileStep:
     engine reading every file of the file's directory would read a copy there too).
     ``copy_on_remove``: keep a copy before a removal too (a removed journal; a removed drop-in that
     may hold hand edits); a file this module created and nothing else is in needs none.
+    ``keep_copy_because``: a copy is kept whatever ``backup`` says, and a warning names it with this
+    reason (a file of this module's changed by hand since: the edits are not lost).
     ``read_by_engine``: whether the engine reads the file (a change means a restart), or only this
     module does (a journal). ``diff``: whether ``--diff`` shows it."""
 
     def __init__(self, node_file, text, mode=None, validate=None, copy_dir=None, copy_mode=None,
-                 copy_on_remove=False, read_by_engine=True, diff=True):
+                 copy_on_remove=False, keep_copy_because=None, read_by_engine=True, diff=True):
         self.node_file = node_file
         self.text = text
         self.mode = mode
@@ -50,6 +52,7 @@ class FileStep:
         self.copy_dir = copy_dir
         self.copy_mode = copy_mode or mode
         self.copy_on_remove = copy_on_remove
+        self.keep_copy_because = keep_copy_because
         self.read_by_engine = read_by_engine
         self.diff = diff
 
@@ -117,7 +120,16 @@ class EngineAction(NodeActionBase):
         for step in plan.steps:
             if not step.needed:
                 continue
-            did = self._apply(files, step, backup and not check_mode, backup_files)
+            if step.keep_copy_because:
+                copy_path = None if check_mode else self._keep_copy(files, step)
+                out.setdefault("warnings", []).append("%s was %s; %s" % (
+                    step.node_file.host_path, step.keep_copy_because,
+                    "a copy would be kept" if check_mode else "a copy of it as it was is at %s" % copy_path))
+                did = self._apply(files, step, False, backup_files)
+                if backup and copy_path:
+                    backup_files[step.node_file.host_path] = copy_path
+            else:
+                did = self._apply(files, step, backup and not check_mode, backup_files)
             changed = changed or did
             engine_changed = engine_changed or (did and step.read_by_engine)
             if did and step.diff:

@@ -47,6 +47,11 @@ def drop_in(root):
     return tomllib.loads((root / DROP_IN.lstrip("/")).read_text())
 
 
+def warned(result, words):
+    """Ansible prints a result's warnings on stderr, wrapped: compare without white space."""
+    return "".join(words.split()) in "".join(result["_stderr"].split())
+
+
 def four_runs(args):
     results = [run_module("crio_runtime", args, check=check) for check in (True, False, True, False)]
     for result in results:
@@ -147,3 +152,48 @@ def test_each_real_configuration_gives_a_drop_in_crio_accepts(tmp_path, name):
             assert runtimes["nvidia"][key] == value, key
     assert run_module("crio_runtime", {"host_root": str(root), "state": "absent"})["changed"] is True
     assert differences(before, listing(root)) == ([], [], [])
+
+
+def test_a_drop_in_changed_by_hand_is_not_lost(tmp_path):
+    """Someone added a handler to the module's drop-in: absent removes the drop-in (the nvidia
+    runtimes must go) but keeps a copy beside the drop-in directory and says where; remove_backups
+    leaves that copy, which holds their edit."""
+    root = node(tmp_path, {"/etc/crio/crio.conf": "[crio]\n", "/etc/crio/crio.conf.d/10-crun.conf": CRUN_DROP_IN})
+    assert run_module("crio_runtime", {"host_root": str(root)})["changed"] is True
+    path = root / DROP_IN.lstrip("/")
+    edited = path.read_text() + '\n[crio.runtime.runtimes.kata]\nruntime_path = "/opt/kata/bin/kata-runtime"\n'
+    path.write_text(edited)
+    check = run_module("crio_runtime", {"host_root": str(root), "state": "absent"}, check=True)
+    words = DROP_IN + " was changed by hand since this module wrote it; a copy would be kept"
+    assert check["changed"] is True and warned(check, words)
+    assert path.read_text() == edited
+    removed = run_module("crio_runtime", {"host_root": str(root), "state": "absent"})
+    assert removed["changed"] is True and not path.exists()
+    [copy] = (root / "etc/crio").glob(".99-nvidia.toml.*~")
+    assert copy.read_text() == edited and warned(removed, "a copy of it as it was is at /etc/crio/" + copy.name)
+    clean = run_module("crio_runtime", {"host_root": str(root), "state": "absent", "remove_backups": True})
+    assert clean["removed_backups"] == [] and copy.read_text() == edited
+    # Present over a changed drop-in rewrites it (it is the module's) and keeps the edit the same way.
+    run_module("crio_runtime", {"host_root": str(root)})
+    path.write_text(path.read_text().replace("/run/crun", "/run/crun-by-hand"))
+    again = run_module("crio_runtime", {"host_root": str(root)})
+    assert again["changed"] is True and warned(again, "changed by hand since this module wrote it")
+    assert "/run/crun-by-hand" not in path.read_text()
+
+
+def test_a_drop_in_written_by_an_earlier_release_is_not_rewritten_for_its_record(tmp_path):
+    """An earlier release wrote the directories it created space-separated and no digest line: the
+    same drop-in in today's form means the same to CRI-O, so nothing is written and CRI-O is not
+    restarted; absent still removes the directories it names."""
+    root = node(tmp_path, {})
+    first = run_module("crio_runtime", {"host_root": str(root)})
+    assert first["changed"] is True
+    path = root / DROP_IN.lstrip("/")
+    lines = [line for line in path.read_text().split("\n") if ": wrote sha256:" not in line]
+    lines = ["# created directories: /etc/crio/crio.conf.d /etc/crio" if ": created;" in line else line for line in lines]
+    earlier = "\n".join(lines)
+    path.write_text(earlier)
+    again = run_module("crio_runtime", {"host_root": str(root)})
+    assert again["changed"] is False and again["restart_required"] is False and path.read_text() == earlier
+    removed = run_module("crio_runtime", {"host_root": str(root), "state": "absent"})
+    assert removed["removed_dirs"] == ["/etc/crio/crio.conf.d", "/etc/crio"] and list(root.iterdir()) == [root / "etc"]

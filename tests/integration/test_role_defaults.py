@@ -300,9 +300,6 @@ def test_a_list_of_nvidia_packages_provisions_the_node(cos, tmp_path):
 def test_the_look_reads_ahead_under_every_platforms_install_dir():
     # The look runs before the platform is known, so it reads under every platform's install_dir;
     # a platform added (or moved) in vars/ without the list would lose its read-ahead silently.
-    from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_config as tc
-    from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_layout
-
     role_vars = ROLES / "gpu_node" / "vars"
     main = yaml.safe_load((role_vars / "main.yml").read_text())
     platforms = {
@@ -312,7 +309,6 @@ def test_the_look_reads_ahead_under_every_platforms_install_dir():
     install_dirs = {spec["gpu_node__platform_defaults"]["install_dir"] for spec in platforms.values()}
     assert len(platforms) >= 5 and set(main["gpu_node__install_dir_candidates"]) == install_dirs
     assert len(main["gpu_node__install_dir_candidates"]) == len(install_dirs)
-    # The config.toml read ahead is the one toolkit_config writes by default, the manifest the one
-    # toolkit_install writes.
-    assert "'/*$', '/%s'" % tc.CONFIG_RELATIVE_PATH in main["gpu_node__read_ahead"]["files"]
-    assert "'/*$', '/%s'" % toolkit_layout.MANIFEST_NAME in main["gpu_node__read_ahead"]["files"]
+    # Which files those are is the modules' own knowledge (toolkit_config's config.toml, toolkit_install's
+    # manifest): the read_ahead_paths filter names them, the role does not spell them again.
+    assert "gpu_node__read_ahead_dirs | gpu_node.container_toolkit.read_ahead_paths(" in main["gpu_node__read_ahead"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import runtimes as rt
 
 
 @pytest.mark.parametrize("version, table", [
@@ -90,7 +91,7 @@ def test_choose_version_unknown_requested():
 
 
 def test_default_runtimes():
-    assert cc.default_runtimes("/home/kubernetes/bin/nvidia/toolkit") == [
+    assert rt.default_runtimes("/home/kubernetes/bin/nvidia/toolkit") == [
         {"name": "nvidia", "binary": "/home/kubernetes/bin/nvidia/toolkit/nvidia-container-runtime"},
         {"name": "nvidia-cdi", "binary": "/home/kubernetes/bin/nvidia/toolkit/nvidia-container-runtime.cdi"},
         {"name": "nvidia-legacy", "binary": "/home/kubernetes/bin/nvidia/toolkit/nvidia-container-runtime.legacy"},
@@ -98,10 +99,10 @@ def test_default_runtimes():
 
 
 def test_normalize_runtimes():
-    assert cc.normalize_runtimes(None, "/x") == cc.default_runtimes("/x")
-    assert cc.normalize_runtimes([], "/x") == cc.default_runtimes("/x")
+    assert rt.normalize_runtimes(None, "/x") == rt.default_runtimes("/x")
+    assert rt.normalize_runtimes([], "/x") == rt.default_runtimes("/x")
     given = [{"name": "gpu", "binary": "/opt/bin/rt", "extra": 1}]
-    assert cc.normalize_runtimes(given, "/x") == [{"name": "gpu", "binary": "/opt/bin/rt"}]
+    assert rt.normalize_runtimes(given, "/x") == [{"name": "gpu", "binary": "/opt/bin/rt"}]
 
 
 @pytest.mark.parametrize("runtimes, message", [
@@ -111,7 +112,7 @@ def test_normalize_runtimes():
 ])
 def test_normalize_runtimes_bad(runtimes, message):
     with pytest.raises(cc.ConfigError, match=message):
-        cc.normalize_runtimes(runtimes, "/x")
+        rt.normalize_runtimes(runtimes, "/x")
 
 
 MANAGED = ["nvidia", "nvidia-cdi", "nvidia-legacy"]
@@ -180,7 +181,7 @@ def test_drop_in_carries_cri_table(version, carries):
 
 
 def _params(**overrides):
-    result = {"state": "present", "runtimes": cc.default_runtimes("/t"), "runtime_type": cc.DEFAULT_RUNTIME_TYPE,
+    result = {"state": "present", "runtimes": rt.default_runtimes("/t"), "runtime_type": cc.DEFAULT_RUNTIME_TYPE,
               "set_as_default": False, "enable_cdi": None, "cdi_spec_dirs": None, "config_version": "auto",
               "drop_in": None, "container_annotations": []}
     result.update(overrides)
@@ -190,7 +191,7 @@ def _params(**overrides):
 def _config(version=2, default="runc", runc=True, binary_suffix="", runtime_type=cc.DEFAULT_RUNTIME_TYPE, cri_extra=None):
     runtimes = {r["name"]: {"runtime_type": runtime_type, "options": {"BinaryName": r["binary"] + binary_suffix,
                                                                       "Runtime": r["binary"]}}
-                for r in cc.default_runtimes("/t")}
+                for r in rt.default_runtimes("/t")}
     if runc:
         runtimes["runc"] = {"runtime_type": cc.DEFAULT_RUNTIME_TYPE}
     containerd = {"runtimes": runtimes}

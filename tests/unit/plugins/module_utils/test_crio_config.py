@@ -8,6 +8,7 @@ import re
 import pytest
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import crio_config as crio
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import runtimes as rt
 
 TOOLKIT = "/usr/local/nvidia/toolkit"
 RUNC = {"runtime_path": "", "runtime_type": "oci", "runtime_root": "/run/runc", "monitor_path": "/usr/bin/conmon",
@@ -24,7 +25,7 @@ def conf(default=None, **handlers):
 
 def params(state="present", set_as_default=False, runtimes=None):
     return {"state": state, "set_as_default": set_as_default,
-            "runtimes": crio.normalize_runtimes(runtimes, TOOLKIT)}
+            "runtimes": rt.normalize_runtimes(runtimes, TOOLKIT)}
 
 
 def test_read_order_is_the_main_file_then_the_drop_ins_in_lexical_order():
@@ -131,7 +132,7 @@ def test_drop_in_dir_and_custom_runtimes():
     assert data == {"crio": {"runtime": {"default_runtime": "gpu", "runtimes": {
         "gpu": {"runtime_path": "/opt/bin/nvidia-container-runtime", "runtime_type": "oci"}}}}}
     with pytest.raises(crio.ConfigError):
-        crio.normalize_runtimes([{"name": "", "binary": "x"}], TOOLKIT)
+        rt.normalize_runtimes([{"name": "", "binary": "x"}], TOOLKIT)
 
 
 def test_a_pod_runtime_keeps_its_type_and_monitor():

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import argument_specs, json_edit
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import docker_config as dc
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import runtimes as rt
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "docker"
 TOOLKIT = "/usr/local/nvidia/toolkit"
@@ -40,7 +42,7 @@ def fixture(name):
 def params(state="present", **overrides):
     result = {
         "state": state,
-        "runtimes": dc.normalize_runtimes(None, TOOLKIT),
+        "runtimes": rt.normalize_runtimes(None, TOOLKIT, dc.RESERVED_RUNTIME_NAMES),
         "set_as_default": False,
         "enable_cdi": None,
         "created_dirs": [],
@@ -105,10 +107,10 @@ def test_empty_and_blank_files_parse_as_nothing():
 
 def test_reserved_runtime_name_is_refused_before_dockerd_would():
     with pytest.raises(dc.ConfigError, match="'runc' is reserved"):
-        dc.normalize_runtimes([{"name": "runc", "binary": "/usr/bin/runc"}], TOOLKIT)
+        rt.normalize_runtimes([{"name": "runc", "binary": "/usr/bin/runc"}], TOOLKIT, dc.RESERVED_RUNTIME_NAMES)
     with pytest.raises(dc.ConfigError, match="listed twice"):
-        dc.normalize_runtimes([{"name": "a", "binary": "/a"}, {"name": "a", "binary": "/b"}], TOOLKIT)
-    assert dc.normalize_runtimes(None, "/home/kubernetes/bin/nvidia/toolkit")[0] == {
+        rt.normalize_runtimes([{"name": "a", "binary": "/a"}, {"name": "a", "binary": "/b"}], TOOLKIT, dc.RESERVED_RUNTIME_NAMES)
+    assert rt.normalize_runtimes(None, "/home/kubernetes/bin/nvidia/toolkit", dc.RESERVED_RUNTIME_NAMES)[0] == {
         "name": "nvidia",
         "binary": "/home/kubernetes/bin/nvidia/toolkit/nvidia-container-runtime",
     }
@@ -253,8 +255,8 @@ def test_changed_since_absent_undoes_only_what_is_still_ours():
     original = fixture("docker-docs-logging.json")
     first = present(original, set_as_default=True, enable_cdi=True)
     # Someone adds a key and points nvidia-legacy elsewhere.
-    user = dc.set_value(first["text"], ("debug",), True)
-    user = dc.set_value(user, ("runtimes", "nvidia-legacy", "path"), "/opt/legacy")
+    user = json_edit.set_value(first["text"], ("debug",), True, "daemon.json")
+    user = json_edit.set_value(user, ("runtimes", "nvidia-legacy", "path"), "/opt/legacy", "daemon.json")
     removed = absent(user, first["journal_text"])
     data = dc.load(removed["text"])
     assert data["debug"] is True
@@ -268,7 +270,7 @@ def test_changed_since_absent_undoes_only_what_is_still_ours():
 
 def test_changed_since_on_a_created_file_removes_it_only_when_empty():
     first = present(None, created_dirs=["/etc/docker"])
-    bare = absent(dc.set_value(first["text"], ("debug",), True), first["journal_text"])
+    bare = absent(json_edit.set_value(first["text"], ("debug",), True, "daemon.json"), first["journal_text"])
     assert dc.load(bare["text"]) == {"debug": True} and bare["remove_dirs"] == []
     # Reformatted by someone (same content, other bytes): nothing of anyone else's, so it goes.
     reformatted = json.dumps(json.loads(first["text"]), indent=1)
@@ -278,7 +280,7 @@ def test_changed_since_on_a_created_file_removes_it_only_when_empty():
 
 def test_absent_refuses_to_leave_a_default_runtime_that_does_not_exist():
     first = present(fixture("docker-docs-logging.json"))
-    user = dc.set_value(first["text"], ("default-runtime",), "nvidia")
+    user = json_edit.set_value(first["text"], ("default-runtime",), "nvidia", "daemon.json")
     with pytest.raises(dc.ConfigError, match=r"default-runtime is 'nvidia'.*does not exist"):
         absent(user, first["journal_text"])
 
@@ -297,8 +299,8 @@ def test_rewritten_file_rebases_the_journal():
 def test_partly_changed_file_rebases_to_the_file_without_our_members():
     original = fixture("docker-docs-logging.json")
     first = present(original)
-    user = dc.delete_member(first["text"], ("runtimes", "nvidia-cdi"))
-    user = dc.set_value(user, ("debug",), True)
+    user = json_edit.delete_member(first["text"], ("runtimes", "nvidia-cdi"), "daemon.json")
+    user = json_edit.set_value(user, ("debug",), True, "daemon.json")
     second = present(user, first["journal_text"])
     assert sorted(dc.load(second["text"])["runtimes"]) == sorted(NVIDIA)
     expected = dict(json.loads(original), debug=True)
@@ -337,7 +339,7 @@ def test_damaged_journal_is_refused_naming_it(journal):
     ],
 )
 def test_set_value(text, path, value, expected):
-    assert dc.set_value(text, path, value) == expected
+    assert json_edit.set_value(text, path, value, "daemon.json") == expected
 
 
 @pytest.mark.parametrize(
@@ -351,16 +353,16 @@ def test_set_value(text, path, value, expected):
     ],
 )
 def test_delete_member(text, path, expected):
-    assert dc.delete_member(text, path) == expected
+    assert json_edit.delete_member(text, path, "daemon.json") == expected
 
 
 def test_set_value_refuses_to_descend_into_a_scalar():
     with pytest.raises(dc.ConfigError, match="log-opts is a string, not an object"):
-        dc.set_value('{"log-opts": "x"}', ("log-opts", "max-size"), "1m")
+        json_edit.set_value('{"log-opts": "x"}', ("log-opts", "max-size"), "1m", "daemon.json")
 
 
 def test_argument_spec_matches_the_documented_options():
-    spec = dc.argument_spec()
+    spec = argument_specs.docker_runtime()
     assert sorted(spec) == ["backup", "enable_cdi", "host_root", "install_dir", "path", "read_ahead", "remove_backups", "runtimes",
                             "set_as_default", "state"]
     assert spec["path"]["default"] == "/etc/docker/daemon.json"

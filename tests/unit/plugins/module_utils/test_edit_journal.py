@@ -11,6 +11,7 @@ import pytest
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal as ej
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import runtimes as rt
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import containerd_toml as ct
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlDocument, TomlEditError, load
 
@@ -21,7 +22,7 @@ CONFIGS = sorted(p.name for p in FIXTURES.glob("*.toml"))
 def params(**overrides):
     result = {
         "state": "present",
-        "runtimes": cc.default_runtimes("/usr/local/nvidia/toolkit"),
+        "runtimes": rt.default_runtimes("/usr/local/nvidia/toolkit"),
         "runtime_type": cc.DEFAULT_RUNTIME_TYPE,
         "set_as_default": True,
         "enable_cdi": True,
@@ -96,7 +97,7 @@ def test_containerd_edits_of_real_configs_are_given_back(name, kind):
 def test_an_edit_of_an_edit_keeps_the_first_record():
     text = (FIXTURES / "gke-cos.toml").read_text()
     first = ct.edit(text, params())["text"]
-    second = ct.edit(first, params(runtimes=cc.default_runtimes("/opt/toolkit"), set_as_default=False))["text"]
+    second = ct.edit(first, params(runtimes=rt.default_runtimes("/opt/toolkit"), set_as_default=False))["text"]
     assert second != first and "/opt/toolkit" in second
     assert ej.undo_text(second, "config.toml") == text
 

@@ -11,6 +11,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import docker_config as dc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal as ej
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import persistence as ps
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import runtimes as rt
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import containerd_toml as ct
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "containerd"
@@ -21,7 +22,7 @@ DOCKER_JOURNAL = "/etc/docker/.daemon.json.gpu_node.container_toolkit.json"
 
 def provisioned(text):
     params = {
-        "state": "present", "runtimes": cc.default_runtimes("/home/kubernetes/bin/nvidia/toolkit"),
+        "state": "present", "runtimes": rt.default_runtimes("/home/kubernetes/bin/nvidia/toolkit"),
         "runtime_type": cc.DEFAULT_RUNTIME_TYPE, "set_as_default": True, "enable_cdi": True, "cdi_spec_dirs": None,
         "config_version": "auto", "drop_in": None, "path": "/etc/containerd/config.toml",
     }
@@ -30,7 +31,7 @@ def provisioned(text):
 
 def docker_provisioned(original):
     """``(daemon.json, journal)`` as docker_runtime writes them over ``original`` (None: no file)."""
-    params = {"state": "present", "runtimes": dc.normalize_runtimes(None, "/home/kubernetes/bin/nvidia/toolkit"),
+    params = {"state": "present", "runtimes": rt.normalize_runtimes(None, "/home/kubernetes/bin/nvidia/toolkit", dc.RESERVED_RUNTIME_NAMES),
               "set_as_default": False, "enable_cdi": True, "created_dirs": ["/etc/docker"] if original is None else [],
               "path": DOCKER_CONFIG}
     plan = dc.plan(original, params, None, name=DOCKER_CONFIG)

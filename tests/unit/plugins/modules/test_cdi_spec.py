@@ -649,8 +649,8 @@ def test_a_driver_file_linked_to_a_node_secret_is_not_mounted(cos_node, monkeypa
 
 
 @pytest.mark.parametrize("legacy", [False, True], ids=["record", "earlier-release-record"])
-def test_a_forged_created_dirs_record_removes_nothing_outside_the_specs_own_directories(cos_node, monkeypatch, tmp_path,
-                                                                                         legacy):
+def test_a_forged_created_dirs_record_removes_nothing_outside_the_specs_own_directories(
+        cos_node, monkeypatch, tmp_path, legacy):
     """uninstall read the spec's header and removed every empty directory it listed, links followed out of the node."""
     outside = tmp_path / "outside-node"
     (outside / "empty").mkdir(parents=True)

@@ -17,6 +17,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import docker_config as dc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal as ej
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_fs, persistence
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import runtimes as rt
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import persist_files
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import containerd_toml as ct
 
@@ -37,7 +38,7 @@ DOCKER_FIXTURES = FIXTURES.parent / "docker"
 def provision(text):
     """What containerd_runtime writes over ``text``: the real editor, with its journal."""
     params = {
-        "state": "present", "runtimes": cc.default_runtimes("/home/kubernetes/bin/nvidia/toolkit"),
+        "state": "present", "runtimes": rt.default_runtimes("/home/kubernetes/bin/nvidia/toolkit"),
         "runtime_type": cc.DEFAULT_RUNTIME_TYPE, "set_as_default": False, "enable_cdi": True,
         "cdi_spec_dirs": ["/etc/cdi", "/var/run/cdi"], "config_version": "auto", "drop_in": None, "path": CONFIG,
     }
@@ -49,7 +50,7 @@ def provision(text):
 def docker_provision(node, original):
     """What docker_runtime leaves on the node over ``original`` (None: no daemon.json): the real
     planner's daemon.json and journal (mode 0600, as the action plugin writes it)."""
-    params = {"state": "present", "runtimes": dc.normalize_runtimes(None, "/home/kubernetes/bin/nvidia/toolkit"),
+    params = {"state": "present", "runtimes": rt.normalize_runtimes(None, "/home/kubernetes/bin/nvidia/toolkit", dc.RESERVED_RUNTIME_NAMES),
               "set_as_default": False, "enable_cdi": None, "created_dirs": ["/etc/docker"] if original is None else [],
               "path": DOCKER_CONFIG}
     plan = dc.plan(original, params, None, name=DOCKER_CONFIG)

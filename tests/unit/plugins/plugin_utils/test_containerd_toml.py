@@ -12,6 +12,7 @@ import tomlkit
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import edit_journal, ownership
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import runtimes as rt
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import containerd_toml as ct
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlEditError
 
@@ -40,7 +41,7 @@ def fixture(name):
 def params(**overrides):
     result = {
         "state": "present",
-        "runtimes": cc.default_runtimes("/usr/local/nvidia/toolkit"),
+        "runtimes": rt.default_runtimes("/usr/local/nvidia/toolkit"),
         "runtime_type": cc.DEFAULT_RUNTIME_TYPE,
         "set_as_default": False,
         "enable_cdi": None,
@@ -81,7 +82,7 @@ def test_present_then_absent_round_trip(name, set_as_default):
     assert first["version"] == version
     assert first["restart_required"] is True
     runtimes = runtimes_of(first["text"], version)
-    for entry in cc.default_runtimes("/usr/local/nvidia/toolkit"):
+    for entry in rt.default_runtimes("/usr/local/nvidia/toolkit"):
         assert runtimes[entry["name"]]["runtime_type"] == "io.containerd.runc.v2"
         assert runtimes[entry["name"]]["options"]["BinaryName"] == entry["binary"]
         if version == 1:
@@ -116,7 +117,7 @@ def test_gke_cos_done_when():
     """The issue's "done when": comments kept, SystemdCgroup inherited, default untouched, CDI on."""
     text = fixture("gke-cos")
     install_dir = "/home/kubernetes/bin/nvidia/toolkit"
-    result = ct.edit(text, params(runtimes=cc.default_runtimes(install_dir), enable_cdi=True))
+    result = ct.edit(text, params(runtimes=rt.default_runtimes(install_dir), enable_cdi=True))
     data = tomlkit.parse(result["text"]).unwrap()
     cri = data["plugins"]["io.containerd.grpc.v1.cri"]
     assert cri["enable_cdi"] is True
@@ -128,8 +129,8 @@ def test_gke_cos_done_when():
     for line in text.splitlines():
         if line.strip().startswith("#"):
             assert line in result["text"].splitlines()
-    assert ct.edit(result["text"], params(runtimes=cc.default_runtimes(install_dir), enable_cdi=True))["changes"] == []
-    assert ct.edit(result["text"], params(runtimes=cc.default_runtimes(install_dir), state="absent"))["text"] == text
+    assert ct.edit(result["text"], params(runtimes=rt.default_runtimes(install_dir), enable_cdi=True))["changes"] == []
+    assert ct.edit(result["text"], params(runtimes=rt.default_runtimes(install_dir), state="absent"))["text"] == text
 
 
 def test_comments_everywhere_kept_and_diff_small():
@@ -193,7 +194,7 @@ def test_no_runc_created_next_to_other_default():
 def test_no_runc_created_when_only_binary_differs():
     text = fixture("1.6.20")
     first = ct.edit(text, params())
-    moved = ct.edit(first["text"], params(runtimes=cc.default_runtimes("/opt/toolkit")))
+    moved = ct.edit(first["text"], params(runtimes=rt.default_runtimes("/opt/toolkit")))
     assert sorted(runtimes_of(moved["text"], 2)) == ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]
     assert "runtime nvidia BinaryName: '/usr/local/nvidia/toolkit/nvidia-container-runtime' -> " \
            "'/opt/toolkit/nvidia-container-runtime'" in moved["changes"]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import runtimes as rt
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import containerd_toml as ct
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toml_edit
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import load
@@ -29,7 +30,7 @@ FOR_1_6 = [n for n in EDITABLE if load((REAL / n).read_text(), n).get("version",
 def params(**overrides):
     result = {
         "state": "present",
-        "runtimes": cc.default_runtimes("/home/kubernetes/bin/nvidia/toolkit"),
+        "runtimes": rt.default_runtimes("/home/kubernetes/bin/nvidia/toolkit"),
         "runtime_type": cc.DEFAULT_RUNTIME_TYPE,
         "set_as_default": False,
         "enable_cdi": True,

@@ -16,6 +16,7 @@ import pytest
 import tomlkit
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import runtimes as rt
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import containerd_toml as ct
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toolkit_toml as tt
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.toml_edit import TomlEditError
@@ -62,7 +63,7 @@ LAYOUTS = {
 def params(**overrides):
     result = {
         "state": "present",
-        "runtimes": cc.default_runtimes("/usr/local/nvidia/toolkit"),
+        "runtimes": rt.default_runtimes("/usr/local/nvidia/toolkit"),
         "runtime_type": cc.DEFAULT_RUNTIME_TYPE,
         "set_as_default": False,
         "enable_cdi": None,
