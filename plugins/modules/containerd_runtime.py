@@ -317,7 +317,7 @@ removed_dirs:
   sample: [/etc/containerd]
 removed_backups:
   description: Host paths of the backup copies O(remove_backups) removed (would remove, in check mode).
-  returned: when O(remove_backups=true) and O(state=absent)
+  returned: when O(remove_backups=true) and O(state=absent) (empty when there was none)
   type: list
   elements: str
   sample: [/etc/containerd/config.toml.4242.2024-01-01@10:00:00~]

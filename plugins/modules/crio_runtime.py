@@ -22,6 +22,10 @@ description:
     (the first would make CRI-O replace the wrapper's path with the default runtime's).
   - C(crio.conf) and the other drop-ins are read, never written. The drop-in is this module's alone
     (its first line says so); a file at O(path) without that line is refused and left as it is.
+  - The drop-in's head records the directories writing it created and a digest of what follows.
+    A drop-in changed by hand since is still this module's to rewrite or remove, but not before a
+    copy of it is kept beside the drop-in directory (as O(backup) names copies), whatever O(backup)
+    says; a warning names the copy, and O(remove_backups) leaves it.
   - Every key written is checked against the types CRI-O takes for a runtime handler (from the
     comments CRI-O's own C(crio config) template writes, and crio.conf(5)) and the text is parsed
     again before it is written. A file CRI-O would refuse, or that cannot be read as TOML, fails the
@@ -193,9 +197,14 @@ backup_files:
   returned: when O(backup=true) and the drop-in was written or removed
   type: dict
   sample: {/etc/crio/crio.conf.d/99-nvidia.toml: /etc/crio/.99-nvidia.toml.1.2024-01-01@10:00:00~}
+backup_file:
+  description: The drop-in's copy, as in RV(backup_files).
+  returned: when O(backup=true) and a copy was made
+  type: str
+  sample: /etc/crio/.99-nvidia.toml.1.2024-01-01@10:00:00~
 removed_backups:
   description: Host paths of the copies O(remove_backups=true) removed (would remove, in check mode).
-  returned: when O(remove_backups=true) found copies
+  returned: when O(remove_backups=true) and O(state=absent) (empty when there was none)
   type: list
   elements: str
   sample: [/etc/crio/.99-nvidia.toml.1.2024-01-01@10:00:00~]

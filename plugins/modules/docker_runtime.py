@@ -227,7 +227,7 @@ backup_files:
     /etc/docker/.daemon.json.gpu_node.container_toolkit.json: null
 removed_backups:
   description: Host paths of the copies O(remove_backups=true) removed (would remove, in check mode).
-  returned: when O(remove_backups=true) removed a copy
+  returned: when O(remove_backups=true) and O(state=absent) (empty when there was none)
   type: list
   elements: str
   sample: [/etc/docker/daemon.json.12345.2024-01-01@10:00:00~]

@@ -312,3 +312,39 @@ def test_the_look_reads_ahead_under_every_platforms_install_dir():
     # Which files those are is the modules' own knowledge (toolkit_config's config.toml, toolkit_install's
     # manifest): the read_ahead_paths filter names them, the role does not spell them again.
     assert "gpu_node__read_ahead_dirs | gpu_node.container_toolkit.read_ahead_paths(" in main["gpu_node__read_ahead"]
+
+
+# Misspelled variables: a setting under the role's prefix that the role does not know fails the run
+# before anything changes, with the closest known name, wherever it is set.
+
+def _user_play(tmp_path, node, host_vars):
+    """A playbook and inventory of a user's own: their group, the role under ``roles:``."""
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(yaml.safe_dump({"gpu_workers": {"hosts": {"localhost": dict(
+        host_vars, ansible_connection="local", gpu_node_host_root=str(node.root))}}}))
+    play = tmp_path / "play.yml"
+    play.write_text(yaml.safe_dump([{"name": "Our GPU workers", "hosts": "gpu_workers", "gather_facts": False,
+                                     "roles": ["gpu_node.container_toolkit.gpu_node"]}], sort_keys=False))
+    return play, inventory
+
+
+def test_a_misspelled_variable_fails_before_anything_changes_naming_the_right_one(cos, tmp_path):
+    node, artifacts, _base = cos
+    before = snapshot(node.root)
+    play, inventory = _user_play(tmp_path, node, {
+        "gpu_node_toolkit_src": str(artifacts), "gpu_node_set_as_defualt": True,
+        "gpu_node_containerd_restart_mod": "none", "gpu_node_containerd_restart_mode": "none"})
+    text = _failed_up_front(run_playbook(play, inventory=str(inventory)), node, before)
+    assert ("Unknown variables for the gpu_node role: gpu_node_containerd_restart_mod (did you mean "
+            "gpu_node_containerd_restart_mode?), gpu_node_set_as_defualt (did you mean gpu_node_set_as_default?)") in text
+    assert "nothing was changed" in text and "gpu_node_variables_allowed" in text
+
+
+def test_a_variable_of_the_users_own_under_the_prefix_is_let_through_when_allowed(cos, tmp_path):
+    node, artifacts, _base = cos
+    play, inventory = _user_play(tmp_path, node, {
+        "gpu_node_toolkit_src": str(artifacts), "gpu_node_containerd_restart_mode": "none",
+        "gpu_node_rack": "r12", "gpu_node_variables_allowed": ["gpu_node_rack"]})
+    proc = run_playbook(play, inventory=str(inventory))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert recap(proc.stdout)["localhost"]["changed"] > 0
