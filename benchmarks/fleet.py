@@ -92,7 +92,8 @@ def play(label, playbook, inventory, forks, env, work, hosts):
         raise SystemExit("%s failed on %d nodes" % (label, len(hosts)))
     totals = recap(proc.stdout)
     counts = json.loads(counts_file.read_text())
-    per_host = counts["hosts"].values()
+    # The nodes only: site.yml's first play (a check on the controller) runs on localhost.
+    per_host = [counts["hosts"][host] for host in hosts if host in counts["hosts"]]
     modules = [c["modules"] for c in per_host]
     return {
         "run": label, "wall": elapsed, "changed": sum(t["changed"] for t in totals.values()),

@@ -348,3 +348,22 @@ def test_a_variable_of_the_users_own_under_the_prefix_is_let_through_when_allowe
     proc = run_playbook(play, inventory=str(inventory))
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert recap(proc.stdout)["localhost"]["changed"] > 0
+
+
+@pytest.mark.parametrize("playbook, what", [("site.yml", "provisioned"), ("verify.yml", "checked"),
+                                            ("uninstall.yml", "uninstalled")])
+def test_an_inventory_without_the_group_fails_instead_of_passing_having_done_nothing(cos, tmp_path, playbook, what):
+    """A cron or CI check on an inventory whose group is not gpu_nodes used to exit 0, 'skipping: no hosts matched'."""
+    node, artifacts, _base = cos
+    before = snapshot(node.root)
+    _play, inventory = _user_play(tmp_path, node, {"gpu_node_toolkit_src": str(artifacts),
+                                                   "gpu_node_containerd_restart_mode": "none"})
+    proc = run_playbook(PLAYBOOKS / playbook, inventory=str(inventory))
+    text = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode != 0, text[-2000:]
+    assert ("No host of the inventory matches 'gpu_nodes', so nothing would be %s and the run would still pass"
+            % what) in text
+    assert changed_entries(before, snapshot(node.root)) == []
+    # Named, the group is run.
+    named = run_playbook(PLAYBOOKS / playbook, inventory=str(inventory), extra_vars={"gpu_node_hosts": "gpu_workers"})
+    assert "No host of the inventory matches" not in named.stdout
