@@ -31,7 +31,7 @@ import stat
 import time
 from contextlib import contextmanager
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_model
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_model, ownership
 
 # The kernel's own limit (Linux MAXSYMLINKS).
 MAX_LINK_HOPS = 40
@@ -644,7 +644,7 @@ class NodeRoot:
         """rmdir each of ``host_dirs`` that is still an empty, real directory, deepest first; the
         ones removed. A link, a file or a directory with anything in it is left as it is."""
         removed = []
-        for directory in sorted(set(host_dirs), key=lambda d: (-d.count("/"), d)):
+        for directory in ownership.deepest_first(host_dirs):
             parent, name = posixpath.split(node_model.normalize_host_path(directory))
             if not name:
                 continue

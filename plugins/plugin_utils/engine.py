@@ -155,10 +155,8 @@ class EngineAction(NodeActionBase):
         if backup_files:
             # Each file named with its own copy: a rollback restores each file from its own.
             out["backup_files"] = backup_files
-            first = plan.steps[-1].node_file.host_path if plan.steps else None
-            main = out.get("path", first)
-            if backup_files.get(main):
-                out["backup_file"] = backup_files[main]
+            if backup_files.get(out.get("path")):
+                out["backup_file"] = backup_files[out["path"]]
         if changed and plan.notes:
             out["changes"] = list(plan.notes) + out["changes"]
         if self.diff_mode and diffs:
