@@ -9,7 +9,8 @@ Not part of the collection. Enabled with ``ANSIBLE_CALLBACK_PLUGINS=<this dir>``
 
 - Task results: ``v2_runner_on_ok`` / ``_failed`` / ``_skipped`` / ``_unreachable``, one per task
   (handlers included) and host, as in the PLAY RECAP.
-- Module executions: a callback only sees a task's final result, not the modules an action plugin
+- Module executions (under Mitogen's strategies, its action mixin's ``_execute_module``, which
+  replaces ActionBase's, is wrapped too): a callback only sees a task's final result, not the modules an action plugin
   runs on the node along the way (``slurp`` + ``copy`` + ``stat`` ...). Every one of those goes
   through ``ActionBase._execute_module``, which ships the module to the node and runs it there (one
   AnsiballZ python process on the node, over whatever connection). This callback wraps that method
@@ -20,9 +21,11 @@ Not part of the collection. Enabled with ``ANSIBLE_CALLBACK_PLUGINS=<this dir>``
   ``set_fact``, ``assert``, ``include_*``) count no module execution; a loop counts each item as one
   task run. ``_execute_module`` is ansible-core's internal API, stable across 2.16 to 2.19; if it is
   missing the counts say ``null`` rather than a wrong number.
-- File transfers: ``ActionBase._transfer_file`` (a file put on the node, such as toolkit_install's
-  payload) is wrapped the same way and logged with ``"transfer"`` set; it is not a module execution.
-  A module's own file (``AnsiballZ_*``, put there when pipelining is off) is not logged.
+- File transfers: ``ActionBase._transfer_file`` (a file put on the node) is wrapped the same way and
+  logged with ``"transfer"`` set; it is not a module execution. A module's own file
+  (``AnsiballZ_*``, put there when pipelining is off) is not logged. toolkit_install's files travel
+  in its module's ``payload`` argument: a module run with one is logged as the transfer
+  ``toolkit_install payload`` as well.
 - Task wall time: from one task's (or handler's) start to the next one's, or to the end of the
   play: the time the whole fleet spent on it, forks included.
 """
@@ -68,9 +71,25 @@ def _record(action, module_name, task_vars, transfer=None):
         os.close(fd)
 
 
-def _counting_execute_module(self, module_name=None, module_args=None, tmp=None, task_vars=None, *args, **kwargs):
-    _record(self, module_name, task_vars)
-    return _ORIGINAL(self, module_name, module_args, tmp, task_vars, *args, **kwargs)
+def _counting(original):
+    def counting_execute_module(self, module_name=None, module_args=None, tmp=None, task_vars=None, *args, **kwargs):
+        _record(self, module_name, task_vars)
+        if (module_args or {}).get("payload"):
+            _record(self, module_name, task_vars, transfer="%s payload" % module_name.rsplit(".", 1)[-1])
+        return original(self, module_name, module_args, tmp, task_vars, *args, **kwargs)
+    counting_execute_module.counting = True
+    return counting_execute_module
+
+
+def _mitogen_mixin():
+    """Mitogen's action mixin, whose _execute_module replaces ActionBase's under its strategies."""
+    if not os.environ.get("ANSIBLE_STRATEGY", "").startswith("mitogen"):
+        return None
+    try:
+        from ansible_mitogen.mixins import ActionModuleMixin  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        return None
+    return ActionModuleMixin
 
 
 def _counting_transfer_file(self, local_path, remote_path):
@@ -90,8 +109,10 @@ class CallbackModule(CallbackBase):
         super().__init__(*args, **kwargs)
         self._hosts = {}
         self._counting = _ORIGINAL is not None
-        if self._counting and ActionBase._execute_module is _ORIGINAL:
-            ActionBase._execute_module = _counting_execute_module
+        for owner in (ActionBase, _mitogen_mixin()):
+            method = getattr(owner, "_execute_module", None) if owner is not None else None
+            if method is not None and not getattr(method, "counting", False):
+                owner._execute_module = _counting(method)
         if _ORIGINAL_TRANSFER is not None and ActionBase._transfer_file is _ORIGINAL_TRANSFER:
             ActionBase._transfer_file = _counting_transfer_file
         log = _module_log()

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Controller half of ``toolkit_install``: fetch and check the sources, read them with the one
 source reader (:mod:`...module_utils.toolkit_source`, which the node uses too), send the node one
-plain tarball, and run the module on it with ``remote_src``. With ``config``, the toolkit's
+compressed tarball with the module's arguments, and run the module on it with ``remote_src``. With ``config``, the toolkit's
 ``config.toml`` is edited here as ``toolkit_config`` edits it, and written by the same module run."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import posixpath
 import shutil
 import tempfile
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleFileNotFound
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.urls import open_url
@@ -26,15 +26,10 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
 )
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import local_command, toolkit_toml
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
-from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import (
-    NodeFiles,
-    ReadAhead,
-    receive_command,
-)
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import NodeFiles, ReadAhead
 
 MODULE = "gpu_node.container_toolkit.toolkit_install"
 URL_SCHEMES = ("http://", "https://", "ftp://")
-PAYLOAD_NAME = "toolkit-payload.tar"
 
 
 def _as_list(value):
@@ -58,6 +53,14 @@ class ActionModule(NodeActionBase):
             raise AnsibleActionFail("downloading %s failed: %s" % (url, to_native(exc))) from None
         return target
 
+    def _controller_file(self, src):
+        """``src`` on the controller: as given when absolute, else searched as the copy module
+        searches (the role's and playbook's ``files/`` folders, then beside them)."""
+        try:
+            return self._loader.path_dwim_relative_stack(self._task.get_search_path(), "files", os.path.expanduser(src))
+        except AnsibleFileNotFound as exc:
+            raise AnsibleActionFail("src %s not found on the controller: %s" % (src, to_native(exc))) from None
+
     def _local_sources(self, args, workdir):
         """The tree of every src item, downloaded and checksum-verified, merged in order."""
         pairs = toolkit_source.pair_checksums(_as_list(args.get("src")), _as_list(args.get("checksum")))
@@ -71,10 +74,7 @@ class ActionModule(NodeActionBase):
                     raise AnsibleActionFail("src %s is a URL: set checksum (sha256:<hex>) for it" % src)
                 path = self._download(src, workdir, index, validate_certs)
             else:
-                try:
-                    path = self._find_needle("files", os.path.expanduser(src))
-                except Exception as exc:
-                    raise AnsibleActionFail("src %s not found on the controller: %s" % (src, to_native(exc))) from None
+                path = self._controller_file(src)
             toolkit_source.verify_checksum(path, src, expected)
             trees.append(toolkit_source.read_source(path, local_command.run_tool, src))
         return toolkit_source.merge(trees)
@@ -130,63 +130,27 @@ class ActionModule(NodeActionBase):
 
     def _install(self, args, read_ahead, task_vars):
         if args["state"] != "present" or args["remote_src"]:
-            return self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars)
+            return self.run_module(MODULE, args, task_vars)
         workdir = tempfile.mkdtemp(prefix="gpu_node-toolkit-")
         try:
             tree = self._local_sources(args, workdir)
-            module_args = dict(args, remote_src=True)
-            module_args.pop("checksum", None)
-            expected, missing = self._expected_if_listed(tree, args, read_ahead)
-            if expected is not None:
-                result = self._execute_module(module_name=MODULE, module_args=dict(module_args, src=[], expected=expected),
-                                              task_vars=task_vars)
-                if not result.get("payload_needed"):
-                    if missing and not result.get("failed"):
-                        # What the module says when it reads the sources itself.
-                        result["missing"] = missing
-                        result.setdefault("warnings", []).append(toolkit_layout.missing_warning(missing))
-                    return result
-            payload = os.path.join(workdir, PAYLOAD_NAME)
-            toolkit_source.write_payload(tree, payload)
-
-            remote_payload = posixpath.join(self._send_payload(payload), PAYLOAD_NAME)
-            # The module reads a src inside its own temporary directory as it is, not under host_root.
-            result = self._execute_module(module_name=MODULE, module_args=dict(module_args, src=[remote_payload]),
-                                          task_vars=task_vars)
-            if result.pop("payload_removed", False):
-                # The module removed it: no clean-up round trip. The shell's tmpdir is where Ansible
-                # has action plugins share their temp dir (its _execute_module says so).
-                self._connection._shell.tmpdir = None  # noqa: SLF001
-            return result
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-
-    def _send_payload(self, payload):
-        """A new temp dir on the node holding the payload; the module removes it once it has read it
-        (Ansible's clean-up does where the module could not). Where modules travel on a command's
-        standard input (pipelining), so does the payload: one command makes the dir and writes it,
-        where Ansible's file transfer takes three round trips (mkdir, put, chmod) and, over SSH, an
-        SFTP session."""
-        if not self._is_pipelining_enabled("new") or self._is_become_unprivileged():
-            remote_tmp = self._make_tmp_path()
-            remote_payload = posixpath.join(remote_tmp, PAYLOAD_NAME)
-            self._transfer_file(payload, remote_payload)
-            self._fixup_perms2((remote_tmp, remote_payload))
-            return remote_tmp
-        base = self.get_shell_option("remote_tmp", default="~/.ansible/tmp")
-        with open(payload, "rb") as handle:
-            data = handle.read()
-        # As the connection user, as Ansible makes its temp dirs: its clean-up removes it as that user.
-        result = self._low_level_execute_command(receive_command(base, PAYLOAD_NAME), in_data=data, sudoable=False)
-        lines = (result.get("stdout") or "").strip().splitlines()
-        if result.get("rc") != 0 or not lines:
-            error = (result.get("stderr") or "").strip() or "no output"
-            raise AnsibleActionFail("could not write the toolkit payload to a new directory under %s on the node "
-                                    "(remote_tmp; rc %s): %s" % (base, result.get("rc"), error))
-        remote_tmp = lines[-1].strip()
-        self._connection._shell.tmpdir = remote_tmp  # noqa: SLF001 - as _make_tmp_path sets it
-        self._cleanup_remote_tmp = True
-        return remote_tmp
+        module_args = dict(args, remote_src=True)
+        module_args.pop("checksum", None)
+        expected, missing = self._expected_if_listed(tree, args, read_ahead)
+        if expected is not None:
+            result = self.run_module(MODULE, dict(module_args, src=[], expected=expected), task_vars)
+            if not result.get("payload_needed"):
+                if missing and not result.get("failed"):
+                    # What the module says when it reads the sources itself.
+                    result["missing"] = missing
+                    result.setdefault("warnings", []).append(toolkit_layout.missing_warning(missing))
+                return result
+        # The files travel with the module's arguments: no temp dir, transfer or clean-up of their
+        # own, on every connection and strategy (pipelining, SFTP, Mitogen).
+        payload = toolkit_source.write_payload(tree)
+        return self.run_module(MODULE, dict(module_args, src=[], payload=payload), task_vars)
 
     @staticmethod
     def _expected_if_listed(tree, args, read_ahead):

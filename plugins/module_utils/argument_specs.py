@@ -94,6 +94,7 @@ def toolkit_install():
         exec_mount={"type": "bool", "default": False},
         config={"type": "dict"},
         expected={"type": "dict"},
+        payload={"type": "str", "no_log": True},
         config_write={"type": "dict"},
     )
 

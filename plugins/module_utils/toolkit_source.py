@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one reader of ``toolkit_install``'s sources: a directory, a tarball, a ``.deb`` or an ``.rpm``.
 
-Both halves use it: the action plugin on the controller, which then sends the node one plain
-tarball (:func:`write_payload`), and the module on the node, which reads that tarball or, with
-``remote_src``, the node's own sources. Python 3 standard library only; a zstd-compressed
+Both halves use it: the action plugin on the controller, which then sends the node one
+compressed tarball with the module's arguments (:func:`write_payload`), and the module on the
+node, which reads that tarball or, with ``remote_src``, the node's own sources. Python 3 standard library only; a zstd-compressed
 ``.deb`` needs the ``zstd`` command and an ``.rpm`` the ``rpm2cpio`` command where it is read.
 
 A *tree* maps a member's relative name to ``{"type": "file", "mode", "data" or "path"}``,
@@ -26,6 +26,8 @@ that is ``AnsibleModule.run_command``, on the controller :mod:`plugin_utils.loca
 
 from __future__ import annotations
 
+import base64
+import gzip
 import io
 import os
 import stat
@@ -238,10 +240,15 @@ def merge(trees):
     return {name: merged[name] for name in sorted(merged)}
 
 
-def write_payload(tree, path):
-    """Write ``tree``'s files and links as a plain tarball at ``path``: no directories, no
-    owners, no special bits. The node reads it back with :func:`read_source`."""
-    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tar:
+PAYLOAD_LABEL = "the toolkit sources the controller sent"
+
+
+def write_payload(tree):
+    """``tree``'s files and links as a gzip-compressed plain tarball in base64 text (no
+    directories, owners or special bits), for a module argument. The node reads it back with
+    :func:`read_payload`."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name in sorted(tree):
             entry = tree[name]
             if entry["type"] not in ("file", "symlink"):
@@ -256,6 +263,19 @@ def write_payload(tree, path):
             data = read_member(entry)
             info.type, info.mode, info.size = tarfile.REGTYPE, entry["mode"] & 0o755, len(data)
             tar.addfile(info, io.BytesIO(data))
+    # Level 1: Go binaries shrink to about 38% (6 gives 33%) in a quarter of the time, and this
+    # runs for every host whose install changes.
+    return base64.b64encode(gzip.compress(buffer.getvalue(), compresslevel=1, mtime=0)).decode("ascii")
+
+
+def read_payload(text):
+    """The tree :func:`write_payload` wrote, checked as any tarball is."""
+    try:
+        data = base64.b64decode(text.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError):
+        raise SourceError("payload is not what the action plugin sends (not base64); run toolkit_install "
+                          "as a task, with src") from None
+    return read_tar(io.BytesIO(data), PAYLOAD_LABEL)
 
 
 # --- checksums -------------------------------------------------------------------------

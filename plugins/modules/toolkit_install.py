@@ -27,7 +27,7 @@ description:
     in O(install_dir) are resolved inside O(host_root). The install or removal holds the node's
     lock, so two runs on one node take turns.
   - Sources are read by one reader, on the controller (the action plugin, which sends the node
-    one plain tarball of the merged files) or, with O(remote_src=true), on the node. Members
+    one compressed tarball of the merged files with the module's arguments) or, with O(remote_src=true), on the node. Members
     with absolute names, C(..), links leaving the source, hard links to anything but an earlier
     file of the same archive, device files or setuid/setgid bits are refused, and so is a
     checksum mismatch, before anything is written.
@@ -167,6 +167,13 @@ options:
       - The action plugin sends it instead of the sources when the manifest it was given in
         O(read_ahead) lists the same files, so a run that changes nothing sends the node no files.
     type: dict
+  payload:
+    description:
+      - Set by the action plugin, not by hand. The files the controller read from O(src), as a
+        gzip-compressed tarball in base64, sent with the module's arguments so that the install
+        needs no file transfer of its own and works with every connection and strategy.
+      - With it, O(src) and O(checksum) are not read (the controller checked them).
+    type: str
 notes:
   - Run as root for the files to be owned by root. Files are never group- or world-writable.
   - The mount check reads C(<host_root>/proc/self/mountinfo); when it is missing, the check is
@@ -319,7 +326,6 @@ config:
 
 import os
 import posixpath
-import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -348,7 +354,6 @@ class Installer:
         self.install_dir = node_model.normalize_host_path(module.params["install_dir"])
         self.target = self.install_dir  # install_dir with its links resolved inside host_root
         self.owner = (0, 0) if os.geteuid() == 0 else None
-        self.payload_dir = None
         self.result = {"changed": False, "install_dir": self.install_dir, "files": [], "added": [],
                        "updated": [], "removed": [], "changes": [], "exec_mount": False}
 
@@ -417,33 +422,23 @@ class Installer:
             return None
         return self.module.run_command([tool, *argv], data=data, binary_data=True, encoding=None)
 
-    def source_path(self, src):
-        """Where to read ``src``: under host_root (links resolved there), except the action
-        plugin's payload, which lies in this task's own temporary directory."""
-        tmpdir = getattr(self.module, "_tmpdir", None)
-        if tmpdir and os.path.isabs(src) and node_model.is_under(src, tmpdir):
-            self.payload_dir = tmpdir
-            return src
-        return self.node.path(self.node.resolve(src))
-
-    def remove_payload(self):
-        """The action plugin's payload is read once: its temporary directory goes here, so that the
-        action needs no round trip of its own to remove it (it is told ``payload_removed``). Kept
-        with ANSIBLE_KEEP_REMOTE_FILES, as Ansible keeps its own."""
-        if self.payload_dir and not getattr(self.module, "_keep_remote_files", False):
-            shutil.rmtree(self.payload_dir, ignore_errors=True)
-            self.result["payload_removed"] = not os.path.exists(self.payload_dir)
-
     def wanted_entries(self):
-        """What install_dir should hold, read from every src item (checksums checked first)."""
+        """What install_dir should hold: the controller's payload, or every src item read here
+        (checksums checked first)."""
         params = self.module.params
+        if params["payload"]:
+            return self.entries_of([toolkit_source.read_payload(params["payload"])])
         trees = []
         for src, expected in toolkit_source.pair_checksums(params["src"], params["checksum"]):
-            path = self.source_path(src)
+            path = self.node.path(self.node.resolve(src))
             if not os.path.exists(path):
                 raise InstallError("src %s does not exist (looked at %s)" % (src, path))
             toolkit_source.verify_checksum(path, src, expected)
             trees.append(toolkit_source.read_source(path, self.run_tool, src))
+        return self.entries_of(trees)
+
+    def entries_of(self, trees):
+        params = self.module.params
         config_path = params["config_path"]
         entries, missing = toolkit_layout.wanted_install(
             toolkit_source.merge(trees), self.install_dir, params["low_level_runtime"],
@@ -463,7 +458,7 @@ class Installer:
                 entries = toolkit_layout.parse_expected(expected)
             except ValueError as exc:
                 raise InstallError("expected is not what the action plugin sends: %s" % exc) from None
-        elif self.module.params["src"]:
+        elif self.module.params["src"] or self.module.params["payload"]:
             entries = self.wanted_entries()
         else:
             raise InstallError("src is required when state=present")
@@ -583,12 +578,9 @@ def main():
     try:
         installer.run()
     except (InstallError, NodeFsError, toolkit_source.SourceError, toolkit_layout.LayoutError) as exc:
-        installer.remove_payload()
         module.fail_json(msg=str(exc), **installer.result)
     except OSError as exc:
-        installer.remove_payload()
         module.fail_json(msg="installing into %s failed: %s" % (installer.install_dir, exc), **installer.result)
-    installer.remove_payload()
     module.exit_json(**installer.result)
 
 

@@ -17,8 +17,6 @@ The one place where the collection's action plugins touch node files:
 - ``remove``: ``ansible.builtin.file`` with ``state: absent``; ``remove_created_dirs``: ``rmdir``,
   which leaves a directory with anything in it alone.
 - check mode writes nothing; ``--diff`` entries come from ``module_utils.node_fs.text_diff``.
-- ``receive_command``: the shell command that puts a file sent on its standard input in a new
-  temporary directory on the node (toolkit_install's payload, where modules travel that way too).
 """
 
 from __future__ import annotations
@@ -26,8 +24,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import posixpath
-import re
-import shlex
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import (
@@ -38,28 +34,6 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_mo
 
 INFO_MODULE = "gpu_node.container_toolkit.node_files_info"
 WRITE_MODULE = "gpu_node.container_toolkit.node_file_write"
-
-
-# The node's temp dirs are named like Ansible's own (which it removes only when "-tmp-" is in the name).
-TEMP_DIR_TEMPLATE = "ansible-tmp-gpu_node-XXXXXXXXXX"
-_TILDE_PREFIX = re.compile(r"~[A-Za-z0-9._-]*$")
-
-
-def _shell_dir(path):
-    """``path`` quoted for sh, a leading ``~`` or ``~user`` left for the shell to expand."""
-    head, sep, rest = path.partition("/")
-    if _TILDE_PREFIX.match(head):
-        return head + sep + (shlex.quote(rest) if rest else "")
-    return shlex.quote(path)
-
-
-def receive_command(remote_tmp, name):
-    """sh: make a new directory (mode 0700) under ``remote_tmp``, write standard input to
-    ``<dir>/<name>`` and print the directory; on failure leave nothing behind and exit non-zero."""
-    base = _shell_dir(remote_tmp)
-    return ('umask 077 && mkdir -p %s && dir=$(mktemp -d %s/%s) && '
-            '{ cat > "$dir"/%s || { rm -rf "$dir"; exit 1; }; } && echo "$dir"'
-            % (base, base, TEMP_DIR_TEMPLATE, shlex.quote(name)))
 
 
 class NodeFileError(Exception):

@@ -121,7 +121,7 @@ def test_a_run_that_changes_nothing_reads_the_node_once(fake_node_factory, tmp_p
     artifacts = toolkit_artifacts.build_tree(tmp_path / "artifacts")
     sent = []
     first, _runs = _modules_run(node, artifacts, tmp_path, "converge", sent)
-    assert first["changed"] > 0 and sent == ["toolkit-payload.tar"]
+    assert first["changed"] > 0 and sent == ["toolkit_install payload"]
     sent = []
     totals, runs = _modules_run(node, artifacts, tmp_path, "no-op", sent)
     assert totals["changed"] == 0
@@ -143,7 +143,7 @@ def test_a_binary_changed_behind_the_manifest_is_put_back(fake_node_factory, tmp
     totals, runs = _modules_run(node, artifacts, tmp_path, "drift", sent)
     # Changed: the install only (restart_mode none: containerd is told, not restarted).
     assert totals["changed"] == 1 and binary.read_bytes() == good
-    assert [module for _task, module in runs].count("toolkit_install") == 2 and sent == ["toolkit-payload.tar"], runs
+    assert [module for _task, module in runs].count("toolkit_install") == 2 and sent == ["toolkit_install payload"], runs
 
 
 def test_drift_after_the_look_is_still_repaired(fake_node_factory, tmp_path):

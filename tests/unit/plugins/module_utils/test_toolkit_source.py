@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import os
@@ -171,13 +172,17 @@ def test_directory_and_tar_round_trip(tmp_path):
     from_dir = (ts.read_source(str(tree), run_tool))
     from_tar = (ts.read_source(str(tarball), run_tool))
     assert from_tar["usr/bin/hard"]["data"] == ts.read_member(from_dir["usr/bin/nvidia-ctk"])
-    payload = tmp_path / "payload.tar"
-    ts.write_payload(ts.merge([from_dir]), str(payload))
-    with tarfile.open(payload) as tar:
+    payload = ts.write_payload(ts.merge([from_dir]))
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(payload)), mode="r:gz") as tar:
         names = {m.name: m for m in tar.getmembers()}
     assert names["usr/bin/nvidia-ctk"].mode == 0o755 and names["usr/bin/nvidia-ctk"].uid == 0
     assert names["usr/lib/x86_64-linux-gnu/libnvidia-container.so.1"].issym()
     assert "usr/bin" not in names
+    back = ts.read_payload(payload)
+    assert sorted(back) == sorted(n for n, e in from_dir.items() if e["type"] != "directory")
+    assert back["usr/bin/hard"]["data"] == from_tar["usr/bin/hard"]["data"]
+    # The same tree gives the same bytes (no timestamps in the gzip header).
+    assert ts.write_payload(ts.merge([from_dir])) == payload
 
 
 @pytest.mark.parametrize("kind", ["dotdot", "absolute", "symlink_out", "device", "setuid"])

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import base64
 import hashlib
+import io
 import json
 import os
 import shlex
@@ -8,6 +10,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tarfile
 import textwrap
 
 import pytest
@@ -573,39 +576,33 @@ def test_expected_that_is_not_entries_fails_naming_it(node, monkeypatch):
     assert not os.path.exists(node.node_path(INSTALL))
 
 
-@pytest.mark.parametrize("keep", [False, True], ids=["removed", "kept-remote-files"])
-def test_the_action_payload_is_removed_once_read(node, monkeypatch, tmp_path, keep):
-    # The action sends one tarball into this task's temp dir (_ansible_tmpdir), read there as it
-    # is (not under host_root); the module removes that dir and says so, unless remote files are kept.
-    task_tmp = tmp_path / "ansible-tmp-gpu_node-test"
-    task_tmp.mkdir()
+def test_the_controllers_payload_installs_what_src_gives(node, monkeypatch):
+    # The action plugin reads src on the controller and sends the tree with the arguments.
     tree = toolkit_source.read_source(str(node.node_path("/var/lib/toolbox/toolkit")), run_tool, "toolkit")
-    toolkit_source.write_payload(tree, str(task_tmp / "toolkit-payload.tar"))
-    result, failed = install(node, monkeypatch, src=[str(task_tmp / "toolkit-payload.tar")],
-                             _ansible_tmpdir=str(task_tmp), _ansible_keep_remote_files=keep)
+    payload = toolkit_source.write_payload(tree)
+    result, failed = install(node, monkeypatch, src=[], payload=payload, _ansible_verbosity=3)
     assert not failed and result["changed"], result
     assert listing(node.node_path(INSTALL)) == sorted(EXPECTED + [MANIFEST])
-    assert task_tmp.exists() is keep
-    assert result.get("payload_removed", False) is not keep
+    # no_log: the files never come back in the result.
+    assert payload[:100] not in json.dumps(result)
 
 
-def test_a_src_outside_the_task_temp_dir_is_never_removed(node, monkeypatch, tmp_path):
-    task_tmp = tmp_path / "ansible-tmp-gpu_node-test"
-    task_tmp.mkdir()
-    result, failed = install(node, monkeypatch, _ansible_tmpdir=str(task_tmp))
-    assert not failed and "payload_removed" not in result
-    assert task_tmp.exists() and listing(node.node_path("/var/lib/toolbox/toolkit"))
+def test_a_payload_that_is_not_base64_fails_naming_it(node, monkeypatch):
+    result, failed = install(node, monkeypatch, src=[], payload="not base64!")
+    assert failed and "payload is not what the action plugin sends" in result["msg"]
+    assert not os.path.exists(node.node_path(INSTALL))
 
 
-def test_the_payload_is_removed_when_the_install_fails(node, monkeypatch, tmp_path):
-    task_tmp = tmp_path / "ansible-tmp-gpu_node-test"
-    task_tmp.mkdir()
-    tree = toolkit_source.read_source(str(node.node_path("/var/lib/toolbox/toolkit")), run_tool, "toolkit")
-    toolkit_source.write_payload(tree, str(task_tmp / "toolkit-payload.tar"))
-    result, failed = install(node, monkeypatch, src=[str(task_tmp / "toolkit-payload.tar")],
-                             checksum=["sha256:" + "0" * 64], _ansible_tmpdir=str(task_tmp))
-    assert failed and "checksum" in result["msg"]
-    assert not task_tmp.exists() and result["payload_removed"] is True
+def test_a_payload_member_leaving_the_install_dir_is_refused(node, monkeypatch):
+    # Hostile or corrupt: the node checks the payload as it checks any tarball.
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        info = tarfile.TarInfo("../../etc/cron.d/x")
+        info.size = 4
+        tar.addfile(info, io.BytesIO(b"evil"))
+    result, failed = install(node, monkeypatch, src=[], payload=base64.b64encode(buffer.getvalue()).decode())
+    assert failed and "../../etc/cron.d/x" in result["msg"] and "the toolkit sources the controller sent" in result["msg"]
+    assert not os.path.exists(node.node_path(INSTALL)) and not os.path.exists(node.node_path("/etc/cron.d/x"))
 
 
 CONFIG = INSTALL + "/.config/nvidia-container-runtime/config.toml"
