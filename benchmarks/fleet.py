@@ -119,7 +119,7 @@ def play(label, playbook, inventory, forks, env, work, hosts):
     }
 
 
-def measure(count, forks, connection, pipelining, strategy, work):
+def measure(count, forks, connection, pipelining, strategy, work, pings=PINGS):
     nodes = [fakenode.build_node(work / ("node%03d" % i), "cos") for i in range(count)]
     hosts = ["node%03d" % i for i in range(count)]
     artifacts = toolkit_artifacts.build_tree(work / "artifacts")
@@ -134,9 +134,9 @@ def measure(count, forks, connection, pipelining, strategy, work):
         env.update(strategy_env(strategy))
         inventory = write_inventory(work / "inventory.yml", nodes, variables, server)
         figures = []
-        for pings in PINGS:
-            book = ping_playbook(work / ("ping-%d.yml" % pings), pings)
-            figures.append(play("%d-ping" % pings, book, inventory, forks, env, work, hosts))
+        for tasks in sorted(set(pings) | {1}):
+            book = ping_playbook(work / ("ping-%d.yml" % tasks), tasks)
+            figures.append(play("%d-ping" % tasks, book, inventory, forks, env, work, hosts))
         site = REPO / "playbooks" / "site.yml"
         figures.append(play("converge", site, inventory, forks, env, work, hosts))
         figures.append(play("no-op", site, inventory, forks, env, work, hosts))
@@ -194,6 +194,8 @@ def main():
     parser.add_argument("--pipelining", choices=["on", "off"], default="on", help="with --connection ssh")
     parser.add_argument("--strategy", nargs="+", choices=STRATEGIES, default=["linear"],
                         help="Ansible's linear, or Mitogen for Ansible's (the mitogen package)")
+    parser.add_argument("--pings", type=int, nargs="+", default=list(PINGS), metavar="N",
+                        help="the floor: plays of N ping tasks (1 is always run)")
     parser.add_argument("--keep", action="store_true", help="keep the nodes and inventories (path printed)")
     parser.add_argument("--breakdown", type=int, default=0, metavar="N",
                         help="also print the N slowest tasks of converge and no-op, with their wall seconds")
@@ -212,7 +214,7 @@ def main():
             work = Path(tempfile.mkdtemp(prefix="fleet-", dir="/tmp"))
             try:
                 figures = by_strategy[strategy] = measure(count, args.forks, args.connection,
-                                                          args.pipelining == "on", strategy, work)
+                                                          args.pipelining == "on", strategy, work, args.pings)
                 met = goals(figures)
                 if strategy != "linear" and "linear" in by_strategy:
                     met = {run: (met[run][0] + "; " + goal[0], met[run][1] and goal[1])
