@@ -72,6 +72,7 @@ class ActionModule(EngineAction):
             "runtime_type": args["runtime_type"],
             "set_as_default": args["set_as_default"],
             "enable_cdi": args["enable_cdi"],
+            "enable_cri": args["enable_cri"],
             "cdi_spec_dirs": args["cdi_spec_dirs"],
             "container_annotations": args["container_annotations"],
             "config_version": args["config_version"],
@@ -111,6 +112,8 @@ class ActionModule(EngineAction):
         if not present:
             steps.reverse()
         result = {"path": root.host_path, "config_version": edit["version"], "config_version_source": edit["version_source"]}
+        if present:
+            result["cri_disabled_by"] = edit["cri_disabled_by"]
         if drop:
             result["drop_in"] = drop.host_path
         plan = EnginePlan(steps, edit["remove_dirs"], edit["changes"], warnings, edit["restart_required"], result,

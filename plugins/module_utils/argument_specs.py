@@ -44,6 +44,7 @@ def containerd_runtime():
         _engine(cc.DEFAULT_PATH),
         runtime_type={"type": "str", "default": cc.DEFAULT_RUNTIME_TYPE},
         enable_cdi={"type": "bool"},
+        enable_cri={"type": "bool", "default": False},
         cdi_spec_dirs={"type": "list", "elements": "str"},
         container_annotations={"type": "list", "elements": "str",
                                "default": list(cc.DEFAULT_CONTAINER_ANNOTATIONS)},

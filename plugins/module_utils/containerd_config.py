@@ -35,6 +35,17 @@ CRI_TABLES = {
 }
 KNOWN_VERSIONS = tuple(sorted(CRI_TABLES))
 
+# config version -> the names in ``disabled_plugins`` that leave containerd without CRI. Version 1
+# matches a plugin's ID, later versions its full name (containerd 1.6 refuses to start on "cri" in
+# a version 2 file, and loads CRI with "io.containerd.grpc.v1.cri" in a version 1 file; measured).
+# containerd 2.x splits CRI in three: without either cri.v1 plugin the gRPC service does not load.
+CRI_PLUGINS = {
+    1: ("cri",),
+    2: ("io.containerd.grpc.v1.cri",),
+    3: ("io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime", "io.containerd.cri.v1.images"),
+    4: ("io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime", "io.containerd.cri.v1.images"),
+}
+
 # Where containerd's binary may be on a node, asked for ``--version`` when the file has no version.
 CONTAINERD_BINARIES = (
     "/usr/bin/containerd",
@@ -216,6 +227,25 @@ def legacy_default_table(data, version):
         return None
     table = _table(data, containerd_table(1) + ("default_runtime",))
     return table if table and table.get("runtime_type") else None
+
+
+def cri_disabled_by(data, version):
+    """The entries of ``disabled_plugins`` that turn containerd's CRI plugin off (Docker's
+    ``containerd.io`` package ships ``disabled_plugins = ["cri"]``): then no runtime in the file is
+    used by the kubelet or crictl. Empty when CRI loads."""
+    disabled = data.get("disabled_plugins")
+    if not isinstance(disabled, list):
+        return []
+    return [name for name in disabled if name in CRI_PLUGINS.get(version, ())]
+
+
+def cri_disabled_message(name, disabled_by):
+    return ("%s: disabled_plugins lists %s, so containerd loads no CRI plugin and the runtimes registered here are "
+            "not used by the kubelet or crictl (Docker's containerd.io package ships it so). Where Docker is the "
+            "engine, register the runtimes in Docker; to use them through CRI, set enable_cri=true (the containerd "
+            "role's containerd_enable_cri, gpu_node's gpu_node_containerd_enable_cri), which takes %s out of "
+            "disabled_plugins (state=absent puts it back)"
+            % (name, ", ".join(repr(n) for n in disabled_by), "it" if len(disabled_by) == 1 else "them"))
 
 
 def ignored_cri_tables(data, version):

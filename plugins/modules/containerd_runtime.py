@@ -129,6 +129,17 @@ options:
         older (Debian 12 ships 1.6), the key is written anyway and the result warns.
       - The previous value is recorded and put back by O(state=absent).
     type: bool
+  enable_cri:
+    description:
+      - When the root config's C(disabled_plugins) turns containerd's CRI plugin off (C(cri) in a
+        version 1 file, as Docker's C(containerd.io) package ships it; C(io.containerd.grpc.v1.cri)
+        or, in version 3, C(io.containerd.cri.v1.runtime) / C(io.containerd.cri.v1.images)),
+        take those entries out, so that the kubelet and C(crictl) get CRI and the runtimes.
+        The line is recorded and put back by O(state=absent).
+      - Without it, such a file is still edited, the result warns and RV(cri_disabled_by) names
+        the entries: the runtimes are then unused except by a client of containerd's own API.
+    type: bool
+    default: false
   cdi_spec_dirs:
     description:
       - Set the CRI plugin's C(cdi_spec_dirs). Left alone when not given.
@@ -261,6 +272,15 @@ drop_in:
   returned: when O(drop_in) is set
   type: str
   sample: /etc/containerd/conf.d/99-nvidia.toml
+cri_disabled_by:
+  description:
+    - The entries of the root config's C(disabled_plugins) that turn containerd's CRI plugin off
+      after this run; empty when CRI loads. Non-empty means the registered runtimes are not used
+      by the kubelet or C(crictl) (see O(enable_cri)).
+  returned: when the file was edited with O(state=present)
+  type: list
+  elements: str
+  sample: ["cri"]
 config_version:
   description: The containerd config version that was edited.
   returned: when the file was edited

@@ -90,8 +90,9 @@ def edit(text, params, containerd_output=None, drop_in_text=None, name="config.t
     it), ``drop_in_text`` (new drop-in, None to remove it or when not in drop-in mode),
     ``remove_dirs`` (``state: absent``: ``(host path, directories)`` for each removed file whose
     ownership record lists the directories its write created), ``version``, ``version_source``, ``changes``, ``warnings``,
-    ``restart_required``. Raises ConfigError or TomlEditError, naming the file, when the file
-    cannot be edited safely.
+    ``restart_required``, ``cri_disabled_by`` (what in ``disabled_plugins`` still turns CRI off:
+    :func:`containerd_config.cri_disabled_by`). Raises ConfigError or TomlEditError, naming the
+    file, when the file cannot be edited safely.
     """
     state = params.get("state", "present")
     refusal = _regenerated(text, name)
@@ -108,6 +109,7 @@ def edit(text, params, containerd_output=None, drop_in_text=None, name="config.t
     new_drop_in = None
     remove_root = False
     remove_dirs = []
+    cri_disabled_by = []
     if state == "absent":
         created = ownership.record_in_text(text)
         _absent(doc, version, params, tracker, warnings)
@@ -131,6 +133,7 @@ def edit(text, params, containerd_output=None, drop_in_text=None, name="config.t
                             % (name, version, "" if "version" in doc.data else " (no version key means 1)",
                                cc.dotted(cc.cri_table(version)), ", ".join(cc.dotted(t) for t in ignored),
                                cc.dotted(cc.cri_table(version))))
+        cri_disabled_by = _enable_cri(doc, version, params, tracker, warnings, name)
         if drop_in:
             new_drop_in = _present_drop_in(doc, version, params, tracker, drop_in, drop_in_text)
         else:
@@ -155,8 +158,25 @@ def edit(text, params, containerd_output=None, drop_in_text=None, name="config.t
         "version_source": source,
         "changes": tracker.reasons(),
         "warnings": warnings,
+        "cri_disabled_by": cri_disabled_by,
         "restart_required": bool(restart) and (doc.changed or new_drop_in != drop_in_text),
     }
+
+
+def _enable_cri(doc, version, params, tracker, warnings, name):
+    """With ``enable_cri``, take the entries that turn CRI off out of ``disabled_plugins`` (the
+    journal gives the line back on ``state: absent``); without it, warn. What still turns CRI off."""
+    disabled_by = cc.cri_disabled_by(doc.data, version)
+    if not disabled_by:
+        return []
+    if not params.get("enable_cri"):
+        warnings.append(cc.cri_disabled_message(name, disabled_by))
+        return disabled_by
+    before = list(doc.data["disabled_plugins"])
+    after = [plugin for plugin in before if plugin not in disabled_by]
+    doc.set(("disabled_plugins",), after)
+    tracker.add("disabled_plugins", before, after, reason="%r -> %r (enable_cri)" % (before, after))
+    return []
 
 
 def _give_back(doc, path, tracker, version):
@@ -189,7 +209,7 @@ def _absent(doc, version, params, tracker, warnings):
     for line, text in kept:
         warnings.append("%s, line %d: %s was changed by hand since this module wrote it; it was left as it is"
                         % (doc.name, line, text))
-    for key in ("version", "imports"):
+    for key in ("version", "imports", "disabled_plugins"):
         tracker.add(key, before.get(key), after.get(key), reason="%r -> %s (restored)" % (
             before.get(key), "unset" if after.get(key) is None else repr(after.get(key))))
     for path in (cc.containerd_table(version) + ("default_runtime_name",), cc.cri_table(version) + ("enable_cdi",),

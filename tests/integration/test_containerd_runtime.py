@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 import cri
+import grpc
 import pytest
 import tomlkit
 from ansible_runner import ansible_env, run_module
@@ -452,3 +453,38 @@ def test_two_runs_editing_one_config_at_once_lose_nothing(tmp_path):
         assert {"nvidia", "gpu-b", "runc"} <= names, (round_, names)
         assert not [p.name for p in config.parent.iterdir() if ".gpn-tmp." in p.name]
     print("rounds with a refused run: %d of 6" % refused_rounds)
+
+
+@needs_containerd
+def test_docker_containerd_io_config_gets_cri_only_when_asked(tmp_path, workdir):
+    """Docker's containerd.io ships disabled_plugins = ["cri"]: registered runtimes there are
+    inert. Reported without enable_cri (and real containerd shows no CRI); with it, real
+    containerd serves CRI with the runtimes; absent gives the package's bytes back."""
+    config, original, _sock = node_with(tmp_path, "containerd-io-package.toml", workdir, isolate=False)
+    args = {"host_root": str(tmp_path), "enable_cdi": True}
+
+    def cri_of_config():
+        text, sock = cri.isolate(config.read_text(), workdir, version=1)
+        isolated = workdir / "isolated.toml"
+        isolated.write_text(text)
+        with cri.Containerd(isolated, sock, workdir / "containerd.log"):
+            try:
+                return sorted(runtimes_seen(cri.status(sock, timeout=10)))
+            except grpc.RpcError as exc:  # containerd answers, but has no CRI service
+                assert exc.code() == grpc.StatusCode.UNIMPLEMENTED, exc
+                return None
+
+    plain = run_module("containerd_runtime", args)
+    assert plain["_rc"] == 0 and plain["changed"] and plain["cri_disabled_by"] == ["cri"], plain
+    # Ansible prints warnings on stderr, wrapped at its terminal width.
+    assert "disabled_pluginslists'cri',socontainerdloadsnoCRIplugin" in "".join(plain["_stderr"].split()), plain
+    assert cri_of_config() is None
+
+    enabled = [run_module("containerd_runtime", dict(args, enable_cri=True), check=check) for check in (True, False, False)]
+    assert [r["changed"] for r in enabled] == [True, True, False], enabled
+    assert [r["cri_disabled_by"] for r in enabled] == [[], [], []]
+    assert "disabled_plugins: ['cri'] -> [] (enable_cri)" in enabled[1]["changes"]
+    assert cri_of_config() == ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]
+
+    removed = run_module("containerd_runtime", dict(args, state="absent"))
+    assert removed["changed"] and config.read_text() == original

@@ -166,3 +166,34 @@ def test_verify_changes_nothing_and_restarts_nothing(fleet):
     assert not fleet["marker"].exists()
     for name, before in fleet["trees"].items():
         assert differences(before, fleet["after"][name]) == ([], [], []), name
+
+
+def test_a_node_whose_containerd_has_no_cri_is_not_ready_until_enable_cri(fake_node_factory, tmp_path):
+    """Docker's containerd.io turns CRI off: the runtimes site.yml registers are inert, so verify
+    fails the node, naming the way out; with gpu_node_containerd_enable_cri the node verifies clean."""
+    node = fake_node_factory("ubuntu")
+    config = node.node_path(CONFIG)
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text((REPO / "tests" / "fixtures" / "containerd" / "containerd-io-package.toml").read_text())
+    base = {"gpu_node_hosts": "localhost", "gpu_node_host_root": str(node.root), "gpu_node_containerd_restart_mode": "none",
+            "gpu_node_toolkit_src": str(toolkit_artifacts.build_tree(tmp_path / "artifacts"))}
+
+    def play(playbook, **extra):
+        return run_playbook(PLAYBOOKS / playbook, extra_vars=dict(base, **extra))
+
+    site = play("site.yml")
+    assert site.returncode == 0, site.stdout[-5000:]
+    assert "soContainerdloadsnoCRIplugin".lower() in "".join(site.stderr.split()).lower(), site.stderr[-3000:]
+    inert = play("verify.yml")
+    assert inert.returncode == 2, inert.stdout[-5000:]
+    row = cells(table_lines(inert.stdout))["localhost"]
+    assert row["runtimes"] == "failed" and row["toolkit"] == "ok", row
+    assert "containerd loads no CRI plugin (disabled_plugins lists cri)" in row["problems"]
+    assert "gpu_node_containerd_enable_cri=true" in inert.stdout
+
+    site = play("site.yml", gpu_node_containerd_enable_cri=True)
+    assert site.returncode == 0, site.stdout[-5000:]
+    assert "disabled_plugins = []" in config.read_text()
+    ready = play("verify.yml", gpu_node_containerd_enable_cri=True)
+    assert ready.returncode == 0, ready.stdout[-5000:]
+    assert cells(table_lines(ready.stdout))["localhost"]["problems"] == "none"
