@@ -11,6 +11,7 @@ role). The names inside that directory are fixed here; that script uses the same
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import docker_config, edit_journal
@@ -29,6 +30,20 @@ EXEC_MODE = 0o755
 # docker_runtime writes its journal readable by root only (it holds a copy of daemon.json).
 JOURNAL_MODE = 0o600
 # plan()'s steps, as the module's ``changes`` name them.
+# --diff shows a kept file's text, except a binary or a file past this size, which it names by size
+# and digest: the gpu-node-cdi program alone is about 150 KB, no preview a person reads per node.
+DIFF_TEXT_LIMIT = 16 * 1024
+
+
+def diff_text(data):
+    """What ``--diff`` shows of a kept file's bytes ``data`` (None: absent)."""
+    if data is None:
+        return None
+    if len(data) > DIFF_TEXT_LIMIT or b"\0" in data:
+        return "(%d bytes, sha256 %s; not shown)\n" % (len(data), hashlib.sha256(data).hexdigest())
+    return data.decode("utf-8", "replace")
+
+
 CHANGE_ACTIONS = {"create": "created", "update": "updated", "chmod": "mode_changed", "remove": "removed"}
 
 

@@ -40,7 +40,9 @@ attributes:
         writes it is in check mode too, counts as a change.
   diff_mode:
     support: full
-    details: Text before and after for each kept file.
+    details:
+      - Text before and after for each kept file. A file over 16 KiB or with a NUL byte (the
+        C(gpu-node-cdi) program is about 150 KB) is shown as its size and SHA-256 instead.
   safe_file_operations:
     support: full
     details: A temporary file left by a killed run is removed by the next one and is not reported.
@@ -192,7 +194,7 @@ def remove_all(module, node, kept, real_dir, result):
     result["changed"] = True
     result["changes"] = [{"path": posixpath.join(kept, name), "action": "removed"} for name in names]
     result["changes"].append({"path": kept, "action": "removed"})
-    result["diff"] = [node_fs.text_diff(posixpath.join(kept, name), text_of(current[name][0]),
+    result["diff"] = [node_fs.text_diff(posixpath.join(kept, name), persistence.diff_text(current[name][0]),
                                         posixpath.join(kept, name), None) for name in names]
 
 
@@ -278,8 +280,8 @@ def keep(module, node, kept, real_dir, result):
         if action != "chmod":  # a mode has no text to show
             before = current.get(name, (None, None))[0]
             result["diff"].append(node_fs.text_diff(
-                host_path, text_of(before), host_path,
-                PENDING_TEXT if name in pending else text_of(after) if action != "remove" else None))
+                host_path, persistence.diff_text(before), host_path,
+                PENDING_TEXT if name in pending else persistence.diff_text(after) if action != "remove" else None))
         result["changes"].extend({"path": d, "action": "created"} for d in made)
         result["changes"].append({"path": host_path, "action": persistence.CHANGE_ACTIONS[action]})
     if not module.check_mode:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import subprocess
@@ -562,3 +563,25 @@ def test_docker_config_and_its_journal_behind_a_link_are_read_inside_host_root(n
     assert node.kept("docker-provisioned.json").read_bytes() == provisioned
     assert node.kept("docker-journal.json").read_bytes() == journal
     assert node.kept("docker-base.json").read_bytes() == b"{}\n"
+
+
+def test_a_program_or_large_file_is_named_in_the_diff_not_shown(node, monkeypatch):
+    # The gpu_node role keeps gpu-node-cdi (about 150 KB): --diff names it by size and digest.
+    program = "#!/usr/bin/python3\n# " + "x" * persistence.DIFF_TEXT_LIMIT + "\n"
+    files = {"gpu-node-cdi": program, "nul.dat": "a\0b", "reapply.sh": "#!/bin/sh\necho small\n"}
+    result, failed = run(dict(args_for(node, containerd_config=None, cdi_specs=[], files=files),
+                              executables=["gpu-node-cdi", "reapply.sh"]), monkeypatch, diff=True)
+    assert not failed and result["changed"], result
+    after = {d["after_header"].rsplit("/", 1)[-1]: d["after"] for d in result["diff"]}
+    digest = hashlib.sha256(program.encode()).hexdigest()
+    assert after["gpu-node-cdi"] == "(%d bytes, sha256 %s; not shown)\n" % (len(program), digest)
+    assert after["nul.dat"] == "(3 bytes, sha256 %s; not shown)\n" % hashlib.sha256(b"a\0b").hexdigest()
+    assert after["reapply.sh"] == "#!/bin/sh\necho small\n"
+    assert node.kept("gpu-node-cdi").read_text() == program  # the file itself is whole
+
+
+def test_diff_text_limits():
+    assert persistence.diff_text(None) is None
+    assert persistence.diff_text(b"a" * persistence.DIFF_TEXT_LIMIT) == "a" * persistence.DIFF_TEXT_LIMIT
+    assert persistence.diff_text(b"a" * (persistence.DIFF_TEXT_LIMIT + 1)).endswith("; not shown)\n")
+    assert persistence.diff_text(b"a\0b").startswith("(3 bytes, sha256 ")
