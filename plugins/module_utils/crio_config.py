@@ -4,13 +4,17 @@
 """What CRI-O's drop-in for the nvidia runtimes holds. Pure: parsed files in, data out.
 
 CRI-O reads ``crio.conf`` first, then every regular file under its drop-in directory
-(``crio.conf.d``, walked recursively in lexical order, whatever the file names); a later file's
-value of a key wins (crio.conf.d(5); CRI-O's ``Config.UpdateFromPath``). The drop-in this module
-describes is entirely this collection's: each runtime starts from the settings CRI-O gives the
-node's low-level runtime handler (``default_runtime``, else ``crun``, else ``runc``), merged over
-every file, and then points ``runtime_path`` at the toolkit's wrapper with ``runtime_type =
-"oci"`` (``"pod"`` when the low-level runtime runs under conmon-rs), as NVIDIA's ``nvidia-ctk
-runtime configure --runtime=crio`` does.
+(``crio.conf.d``, walked recursively in lexical order, whatever the file names), decoding each
+into the configuration the earlier ones left (crio.conf.d(5); CRI-O's ``Config.UpdateFromPath``).
+A key outside the runtime tables, such as ``crio.runtime.default_runtime``, takes the value of the
+last file that sets it. A ``[crio.runtime.runtimes.<handler>]`` table does not merge key by key:
+the runtimes are a Go map, and CRI-O's TOML decoder (BurntSushi/toml) builds a fresh value for
+every key of a map it decodes, so the last file that defines a handler gives its whole table and
+the keys only earlier definitions set are gone. The drop-in this module describes is entirely
+this collection's: each runtime starts from the table CRI-O uses for the node's low-level runtime
+handler (``default_runtime``, else ``crun``, else ``runc``), and then points ``runtime_path`` at
+the toolkit's wrapper with ``runtime_type = "oci"`` (``"pod"`` when the low-level runtime runs
+under conmon-rs), as NVIDIA's ``nvidia-ctk runtime configure --runtime=crio`` does.
 """
 
 from __future__ import annotations
@@ -68,8 +72,9 @@ def read_order(config_path, drop_ins):
     return [normalize_host_path(config_path)] + sorted(normalize_host_path(p) for p in drop_ins)
 
 
-def check_handler(name, table, where):
-    """Refuse a runtime handler table CRI-O would refuse (a key of the wrong type)."""
+def check_handler_types(name, table, where):
+    """Refuse a runtime handler table CRI-O's TOML decoder would refuse: not a table, or a key of
+    the wrong type. The decoder reads every file, so this holds for a table a later file replaces."""
     if not isinstance(table, dict):
         raise ConfigError("%s: crio.runtime.runtimes.%s is a %s, not a table; CRI-O would refuse it"
                           % (where, name, type(table).__name__))
@@ -78,14 +83,33 @@ def check_handler(name, table, where):
         if expected is not None and not (isinstance(value, expected) and not (expected is not bool and isinstance(value, bool))):
             raise ConfigError("%s: crio.runtime.runtimes.%s.%s is %r, where CRI-O takes a %s" % (
                 where, name, key, value, {str: "string", bool: "boolean", list: "list", dict: "table"}[expected]))
+
+
+def check_runtime_type(name, table, where):
+    """Refuse a runtime handler whose runtime_type CRI-O does not know. CRI-O checks this once
+    every file is read, so only on the table in effect: one a later file replaced is never checked."""
     if table.get("runtime_type", "oci") not in RUNTIME_TYPES:
         raise ConfigError("%s: crio.runtime.runtimes.%s.runtime_type is %r, not one of %s" % (
             where, name, table["runtime_type"], ", ".join(RUNTIME_TYPES)))
 
 
+def check_handler(name, table, where):
+    """Refuse a runtime handler table CRI-O would refuse (a key of the wrong type, an unknown runtime_type)."""
+    check_handler_types(name, table, where)
+    check_runtime_type(name, table, where)
+
+
 def merge(files):
     """CRI-O's view of the runtime settings: ``files`` is ``[(host path, data)]`` in read order.
-    Returns ``(default_runtime or None, {handler: merged table}, {handler: host paths defining it})``."""
+
+    Returns ``(default_runtime or None, {handler: table in effect}, {handler: host paths defining it})``.
+    ``default_runtime`` is the value the last file setting it gives; an empty one unsets it, as in
+    CRI-O, which then falls back to its built-in choice. A handler's table is the one the
+    last file defining it holds, whole: a later definition replaces an earlier one, keys and all
+    (see the module's docstring). Its sources therefore name that one file: the earlier
+    definitions contribute nothing CRI-O uses, and naming them would point whoever reads the
+    drop-in's header at settings that have no effect.
+    """
     default, handlers, sources = None, {}, {}
     for where, data in files:
         runtime = (data.get("crio") or {}).get("runtime") or {}
@@ -94,15 +118,17 @@ def merge(files):
         if "default_runtime" in runtime:
             if not isinstance(runtime["default_runtime"], str):
                 raise ConfigError("%s: crio.runtime.default_runtime is %r, not a string" % (where, runtime["default_runtime"]))
-            default = runtime["default_runtime"] or default
+            default = runtime["default_runtime"]
         tables = runtime.get("runtimes", {})
         if not isinstance(tables, dict):
             raise ConfigError("%s: crio.runtime.runtimes is not a table" % where)
         for name, table in tables.items():
-            check_handler(name, table, where)
-            handlers.setdefault(name, {}).update(table)
-            sources.setdefault(name, []).append(where)
-    return default, handlers, sources
+            check_handler_types(name, table, where)
+            handlers[name] = dict(table)
+            sources[name] = [where]
+    for name, table in handlers.items():
+        check_runtime_type(name, table, sources[name][0])
+    return default or None, handlers, sources
 
 
 def base_runtime(default, handlers, own_names):
@@ -138,9 +164,12 @@ def plan(files, params):
         raise ConfigError("the low-level runtime %s (%s) is of runtime_type %r: the nvidia runtimes wrap an OCI runtime "
                           "(runc or crun); set crio.runtime.default_runtime to one"
                           % (base_name, ", ".join(sources[base_name]), base["runtime_type"]))
-    if not base:
+    if base_name not in handlers:
         notes.append("%s is not defined in %s: the runtimes start from CRI-O's built-in settings"
                      % (base_name, ", ".join(p for p, _d in files) or "any file"))
+    elif not base:
+        notes.append("%s is defined with no keys in %s: the runtimes start from CRI-O's built-in settings"
+                     % (base_name, ", ".join(sources[base_name])))
     runtimes = {}
     for runtime in params["runtimes"]:
         table = {"runtime_path": runtime["binary"], "runtime_type": runtime_type}

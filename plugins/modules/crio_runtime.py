@@ -16,9 +16,11 @@ description:
     C(runtime_type = "oci") (C("pod") when the low-level runtime is of that type, run under conmon-rs),
     as C(nvidia-ctk runtime configure --runtime=crio) does. A low-level runtime of type C(vm) is refused.
   - The low-level runtime is C(crio.runtime.default_runtime) (unless it is one of O(runtimes)), else
-    C(crun), else C(runc). Its settings are merged as CRI-O merges them - O(config_path) first, then
-    every file under the drop-in directory (at any depth, any name) in lexical order, the later
-    value of a key winning. C(inherit_default_runtime) and C(runtime_config_path) are not copied
+    C(crun), else C(runc). Its settings are the ones CRI-O uses. CRI-O reads O(config_path) first, then
+    every file under the drop-in directory (at any depth, any name) in lexical order. A key such as
+    C(default_runtime) takes the last value a file gives it, but a C([crio.runtime.runtimes.<name>])
+    table is replaced whole by a later file that defines it again; the keys only the earlier table
+    set are not used. C(inherit_default_runtime) and C(runtime_config_path) are not copied
     (the first would make CRI-O replace the wrapper's path with the default runtime's).
   - C(crio.conf) and the other drop-ins are read, never written. The drop-in is this module's alone
     (its first line says so); a file at O(path) without that line is refused and left as it is.
@@ -60,7 +62,8 @@ options:
   path:
     description:
       - Host path of the drop-in. CRI-O reads every file of its drop-in directory (C(crio --config-dir),
-        default C(/etc/crio/crio.conf.d)) in lexical order, so a high number makes its settings win.
+        default C(/etc/crio/crio.conf.d)) in lexical order, and a later file's runtime table replaces an
+        earlier one of the same name whole, so a high number makes this drop-in's runtimes the ones CRI-O uses.
     type: str
     default: /etc/crio/crio.conf.d/99-nvidia.toml
   config_path:
@@ -170,7 +173,9 @@ base_runtime:
   type: str
   sample: crun
 base_sources:
-  description: The files that define RV(base_runtime), in the order CRI-O reads them; empty when none does.
+  description:
+    - The file whose table for RV(base_runtime) CRI-O uses - the last file that defines it, as a later
+      definition replaces an earlier one whole. Empty when no file defines it.
   returned: when O(state=present)
   type: list
   elements: str

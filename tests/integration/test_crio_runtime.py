@@ -3,8 +3,9 @@
 
 CRI-O is not packaged in Debian 12, so no crio daemon loads the result here. What the tests rely on
 instead, each a documented fact of CRI-O: it reads crio.conf, then every regular file under
-crio.conf.d at any depth in lexical order, a later value winning (crio.conf.d(5), CRI-O's
-Config.UpdateFromPath); a runtime handler's keys and their types are those the comments of CRI-O's
+crio.conf.d at any depth in lexical order, a later value of a key winning but a later runtime
+handler table replacing an earlier one whole (crio.conf.d(5), CRI-O's Config.UpdateFromPath and
+its BurntSushi/toml decoder, which builds a fresh value per key of a map); a runtime handler's keys and their types are those the comments of CRI-O's
 ``crio config`` template list (cri-o/cri-o internal/config/template.go), checked by
 module_utils/crio_config.HANDLER_KEY_TYPES. Every drop-in written is parsed again here by Python's
 tomllib, as CRI-O's BurntSushi/toml would.
@@ -133,7 +134,7 @@ def test_check_mode_diff_names_the_drop_in(tmp_path):
     assert not (root / DROP_IN.lstrip("/")).exists()
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*") if p.name != "SOURCES.md"))
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*") if p.is_file() and p.name != "SOURCES.md"))
 def test_each_real_configuration_gives_a_drop_in_crio_accepts(tmp_path, name):
     """Each configuration real projects ship, as crio.conf: the drop-in starts from its low-level
     runtime, reads back as TOML with the types CRI-O takes, and goes again leaving the node as found."""
@@ -150,6 +151,26 @@ def test_each_real_configuration_gives_a_drop_in_crio_accepts(tmp_path, name):
     for key, value in base.items():
         if key not in ("runtime_path", "runtime_type", "inherit_default_runtime", "runtime_config_path"):
             assert runtimes["nvidia"][key] == value, key
+    assert run_module("crio_runtime", {"host_root": str(root), "state": "absent"})["changed"] is True
+    assert differences(before, listing(root)) == ([], [], [])
+
+
+def test_a_real_node_whose_drop_in_redefines_the_low_level_runtime(tmp_path):
+    """NVIDIA's crio.conf with CRI-O's 50-runc-default.conf (tests/fixtures/crio/nodes): the drop-in
+    makes runc the default and defines runc again with runtime_path only. CRI-O uses that table
+    whole, so crio.conf's runtime_root = "/run/runc" is not copied, and the header names the drop-in alone."""
+    node_dir = FIXTURES / "nodes" / "nct-complex-plus-crio-50-runc-default"
+    root = node(tmp_path, {"/etc/crio/" + p.relative_to(node_dir).as_posix(): p.read_text()
+                           for p in node_dir.rglob("*") if p.is_file()})
+    before = listing(root)
+    results = four_runs({"host_root": str(root)})
+    assert results[1]["base_runtime"] == "runc" and results[1]["default_runtime"] == "runc"
+    assert results[1]["base_sources"] == ["/etc/crio/crio.conf.d/50-runc-default.conf"]
+    runtimes = drop_in(root)["crio"]["runtime"]["runtimes"]
+    for name, suffix in (("nvidia", ""), ("nvidia-cdi", ".cdi"), ("nvidia-legacy", ".legacy")):
+        assert runtimes[name] == {"runtime_path": TOOLKIT + "/nvidia-container-runtime" + suffix, "runtime_type": "oci"}
+    assert "# The runtimes start from the settings of runc (/etc/crio/crio.conf.d/50-runc-default.conf)." in (
+        root / DROP_IN.lstrip("/")).read_text()
     assert run_module("crio_runtime", {"host_root": str(root), "state": "absent"})["changed"] is True
     assert differences(before, listing(root)) == ([], [], [])
 

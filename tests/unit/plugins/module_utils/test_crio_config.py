@@ -4,13 +4,17 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import crio_config as crio
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import runtimes as rt
+from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toml_edit
 
 TOOLKIT = "/usr/local/nvidia/toolkit"
+# One node's /etc/crio each (tests/fixtures/crio/SOURCES.md names the sources).
+NODES = Path(__file__).resolve().parents[3] / "fixtures" / "crio" / "nodes"
 RUNC = {"runtime_path": "", "runtime_type": "oci", "runtime_root": "/run/runc", "monitor_path": "/usr/bin/conmon",
         "monitor_cgroup": "system.slice", "monitor_env": ["PATH=/usr/bin"], "allowed_annotations": ["io.containers.trace-syscall"]}
 CRUN = {"runtime_path": "/usr/bin/crun", "runtime_type": "oci", "runtime_root": "/run/crun", "monitor_cgroup": "pod"}
@@ -35,18 +39,135 @@ def test_read_order_is_the_main_file_then_the_drop_ins_in_lexical_order():
         "/etc/crio/crio.conf.d/sub/05-c"]
 
 
-def test_runtimes_start_from_the_default_runtime_merged_over_every_file():
-    files = [("/etc/crio/crio.conf", conf("runc", runc=dict(RUNC))),
-             ("/etc/crio/crio.conf.d/10-cgroup.conf", conf(runc={"monitor_cgroup": "pod"}))]
-    result = crio.plan(files, params())
+def node_files(name):
+    """A node of tests/fixtures/crio/nodes as the action hands it to plan: ``[(host path, data)]``
+    in CRI-O's read order, parsed by the collection's own TOML reader."""
+    root = NODES / name
+    texts = {"/etc/crio/" + path.relative_to(root).as_posix(): path.read_text()
+             for path in root.rglob("*") if path.is_file()}
+    drop_ins = [path for path in texts if path != crio.DEFAULT_CONFIG]
+    return [(path, toml_edit.load(texts[path], path)) for path in crio.read_order(crio.DEFAULT_CONFIG, drop_ins)
+            if path in texts]
+
+
+def test_runtimes_start_from_the_default_runtime():
+    result = crio.plan([("/etc/crio/crio.conf", conf("runc", runc=dict(RUNC), crun=dict(CRUN)))], params())
     assert result["base"] == "runc" and result["default_runtime"] == "runc"
-    assert result["base_sources"] == ["/etc/crio/crio.conf", "/etc/crio/crio.conf.d/10-cgroup.conf"]
+    assert result["base_sources"] == ["/etc/crio/crio.conf"] and result["notes"] == []
     nvidia = result["data"]["crio"]["runtime"]["runtimes"]["nvidia"]
-    assert nvidia["runtime_path"] == TOOLKIT + "/nvidia-container-runtime" and nvidia["runtime_type"] == "oci"
-    assert nvidia["monitor_cgroup"] == "pod"  # the later file wins
-    assert nvidia["runtime_root"] == "/run/runc" and nvidia["monitor_env"] == ["PATH=/usr/bin"]
+    assert nvidia == dict(RUNC, runtime_path=TOOLKIT + "/nvidia-container-runtime", runtime_type="oci")
     assert set(result["data"]["crio"]["runtime"]["runtimes"]) == {"nvidia", "nvidia-cdi", "nvidia-legacy"}
     assert "default_runtime" not in result["data"]["crio"]["runtime"]
+
+
+def test_a_later_files_runtime_table_replaces_the_earlier_one_whole():
+    """CRI-O decodes each file with BurntSushi/toml, which makes a fresh handler for each key of the
+    runtimes map: the keys crio.conf set for runc and the drop-in does not are gone."""
+    files = [("/etc/crio/crio.conf", conf("runc", runc=dict(RUNC))),
+             ("/etc/crio/crio.conf.d/10-cgroup.conf", conf(runc={"monitor_cgroup": "pod"}))]
+    default, handlers, sources = crio.merge(files)
+    assert default == "runc" and handlers == {"runc": {"monitor_cgroup": "pod"}}
+    assert sources == {"runc": ["/etc/crio/crio.conf.d/10-cgroup.conf"]}
+    result = crio.plan(files, params())
+    assert result["base"] == "runc" and result["base_sources"] == ["/etc/crio/crio.conf.d/10-cgroup.conf"]
+    assert result["data"]["crio"]["runtime"]["runtimes"]["nvidia"] == {
+        "runtime_path": TOOLKIT + "/nvidia-container-runtime", "runtime_type": "oci", "monitor_cgroup": "pod"}
+
+
+def test_a_scalar_key_takes_the_later_files_value_and_leaves_the_tables_alone():
+    files = [("/etc/crio/crio.conf", conf("crun", crun=dict(CRUN), runc=dict(RUNC))),
+             ("/etc/crio/crio.conf.d/50-runc-default.conf", conf("runc"))]
+    default, handlers, sources = crio.merge(files)
+    assert default == "runc"
+    # A file that sets no table for a handler leaves the earlier one as it was.
+    assert handlers == {"crun": CRUN, "runc": RUNC}
+    assert sources == {"crun": ["/etc/crio/crio.conf"], "runc": ["/etc/crio/crio.conf"]}
+    # An empty value is a value too: CRI-O then falls back to its built-in choice.
+    unset = files + [("/etc/crio/crio.conf.d/60-unset.conf", conf(""))]
+    assert crio.merge(unset)[0] is None and crio.plan(unset, params())["base"] == "crun"
+
+
+def test_a_runtime_table_defined_in_three_files_is_the_last_ones():
+    files = [("/etc/crio/crio.conf", conf("runc", runc=dict(RUNC))),
+             ("/etc/crio/crio.conf.d/10-root.conf", conf(runc={"runtime_root": "/run/runc-10", "monitor_cgroup": "pod"})),
+             ("/etc/crio/crio.conf.d/20-path.conf", conf(runc={"runtime_path": "/usr/local/bin/runc"})),
+             ("/etc/crio/crio.conf.d/30-crun.conf", conf(crun=dict(CRUN)))]
+    _default, handlers, sources = crio.merge(files)
+    assert handlers["runc"] == {"runtime_path": "/usr/local/bin/runc"} and handlers["crun"] == CRUN
+    assert sources == {"runc": ["/etc/crio/crio.conf.d/20-path.conf"], "crun": ["/etc/crio/crio.conf.d/30-crun.conf"]}
+    result = crio.plan(files, params())
+    assert result["data"]["crio"]["runtime"]["runtimes"]["nvidia"] == {
+        "runtime_path": TOOLKIT + "/nvidia-container-runtime", "runtime_type": "oci"}
+    header = crio.header(result["base"], result["base_sources"], [])
+    assert "runc (/etc/crio/crio.conf.d/20-path.conf)" in header and "10-root.conf" not in header
+
+
+def test_merge_leaves_the_parsed_files_as_they_were():
+    earlier, later = {"runtime_root": "/run/runc"}, {"monitor_cgroup": "pod"}
+    _default, handlers, _sources = crio.merge([("/a", conf(runc=earlier)), ("/b", conf(runc=later))])
+    handlers["runc"]["runtime_path"] = "/x"
+    assert earlier == {"runtime_root": "/run/runc"} and later == {"monitor_cgroup": "pod"}
+
+
+def test_the_runtime_type_is_checked_on_the_table_crio_uses():
+    """CRI-O checks runtime_type after reading every file: a table a later file replaced is never
+    checked, the one in effect is, and the refusal names the file it comes from."""
+    replaced = [("/etc/crio/crio.conf", conf(runc={"runtime_type": "shim"})),
+                ("/etc/crio/crio.conf.d/10-runc.conf", conf(runc={"runtime_path": "/usr/bin/runc"}))]
+    assert crio.merge(replaced)[1] == {"runc": {"runtime_path": "/usr/bin/runc"}}
+    in_effect = [("/etc/crio/crio.conf", conf(runc={"runtime_path": "/usr/bin/runc"})),
+                 ("/etc/crio/crio.conf.d/10-runc.conf", conf(runc={"runtime_type": "shim"}))]
+    with pytest.raises(crio.ConfigError, match=re.escape("/etc/crio/crio.conf.d/10-runc.conf: crio.runtime.runtimes.runc.runtime_type is 'shim'")):
+        crio.merge(in_effect)
+    # A key of the wrong type is refused in any file: CRI-O's decoder reads them all.
+    with pytest.raises(crio.ConfigError, match=re.escape("/etc/crio/crio.conf: crio.runtime.runtimes.runc.runtime_root is 1")):
+        crio.merge([("/etc/crio/crio.conf", conf(runc={"runtime_root": 1}))] + replaced[1:])
+
+
+def test_a_low_level_runtime_defined_with_no_keys_says_so():
+    files = [("/etc/crio/crio.conf", conf(crun=dict(CRUN))),
+             ("/etc/crio/crio.conf.d/10-crun.conf", conf("crun", crun={}))]
+    result = crio.plan(files, params())
+    assert result["base"] == "crun" and result["base_sources"] == ["/etc/crio/crio.conf.d/10-crun.conf"]
+    assert result["data"]["crio"]["runtime"]["runtimes"]["nvidia"] == {
+        "runtime_path": TOOLKIT + "/nvidia-container-runtime", "runtime_type": "oci"}
+    assert result["notes"] == ["crun is defined with no keys in /etc/crio/crio.conf.d/10-crun.conf: "
+                               "the runtimes start from CRI-O's built-in settings"]
+
+
+# What CRI-O uses on each node of tests/fixtures/crio/nodes, worked out by hand from its files.
+NODE_EXPECTED = {
+    # crio.conf's runc has runtime_root = "/run/runc"; 50-runc-default.conf makes runc the default
+    # and defines runc again with runtime_path only, so CRI-O's runc has no runtime_root.
+    "nct-complex-plus-crio-50-runc-default": {
+        "default_runtime": "runc",
+        "base": "runc",
+        "base_sources": ["/etc/crio/crio.conf.d/50-runc-default.conf"],
+        "handlers": {
+            "crun": {"runtime_path": "/usr/bin/crun", "runtime_type": "oci", "runtime_root": "/run/crun",
+                     "monitor_path": "/usr/libexec/crio/conmon"},
+            "runc": {"runtime_path": "/usr/bin/runc"},
+        },
+        "nvidia": {"runtime_path": TOOLKIT + "/nvidia-container-runtime", "runtime_type": "oci"},
+    },
+}
+
+
+def test_every_real_node_has_its_expected_result():
+    assert sorted(p.name for p in NODES.iterdir()) == sorted(NODE_EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(NODE_EXPECTED))
+def test_a_real_node_gives_the_runtimes_crio_would_use(name):
+    expected = NODE_EXPECTED[name]
+    files = node_files(name)
+    default, handlers, _sources = crio.merge(files)
+    assert default == expected["default_runtime"] and handlers == expected["handlers"]
+    result = crio.plan(files, params())
+    assert result["base"] == expected["base"] and result["base_sources"] == expected["base_sources"]
+    runtimes = result["data"]["crio"]["runtime"]["runtimes"]
+    assert runtimes["nvidia"] == expected["nvidia"]
+    assert runtimes["nvidia-cdi"] == dict(expected["nvidia"], runtime_path=TOOLKIT + "/nvidia-container-runtime.cdi")
 
 
 def test_without_a_default_crun_then_runc_and_an_undefined_one_starts_from_nothing():
