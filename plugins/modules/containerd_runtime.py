@@ -137,7 +137,7 @@ options:
         take those entries out, so that the kubelet and C(crictl) get CRI and the runtimes.
         The line is recorded and put back by O(state=absent).
       - Without it, such a file is still edited, the result warns and RV(cri_disabled_by) names
-        the entries: the runtimes are then unused except by a client of containerd's own API.
+        the entries; the runtimes are then unused except by a client of containerd's own API.
     type: bool
     default: false
   cdi_spec_dirs:
