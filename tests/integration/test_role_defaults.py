@@ -337,7 +337,21 @@ def test_a_misspelled_variable_fails_before_anything_changes_naming_the_right_on
     text = _failed_up_front(run_playbook(play, inventory=str(inventory)), node, before)
     assert ("Unknown variables for the gpu_node role: gpu_node_containerd_restart_mod (did you mean "
             "gpu_node_containerd_restart_mode?), gpu_node_set_as_defualt (did you mean gpu_node_set_as_default?)") in text
-    assert "nothing was changed" in text and "gpu_node_variables_allowed" in text
+    assert "Nothing was changed" in text and "gpu_node_variables_allowed" in text
+
+
+def test_a_relative_host_root_fails_before_anything_naming_the_absolute_path(cos, tmp_path):
+    # Relative to what? The modules would read it from their own working directory on the node.
+    node, artifacts, _base = cos
+    before = snapshot(node.root)
+    play, inventory = _user_play(tmp_path, node, {
+        "gpu_node_toolkit_src": str(artifacts), "gpu_node_containerd_restart_mode": "none"})
+    relative = os.path.relpath(node.root, tmp_path)
+    proc = run_playbook(play, inventory=str(inventory), extra_vars={"gpu_node_host_root": relative})
+    text = _failed_up_front(proc, node, before)
+    assert ("gpu_node_host_root '%s' is a relative path" % relative) in text
+    assert ("for a simulated node next to the playbook, '%s/%s'" % (tmp_path, relative)) in text
+    assert "Nothing was changed" in text
 
 
 def test_a_variable_of_the_users_own_under_the_prefix_is_let_through_when_allowed(cos, tmp_path):
