@@ -8,6 +8,7 @@ Runs the real playbooks and roles against simulated COS nodes (``fakenode.py``),
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -381,3 +382,34 @@ def test_an_inventory_without_the_group_fails_instead_of_passing_having_done_not
     # Named, the group is run.
     named = run_playbook(PLAYBOOKS / playbook, inventory=str(inventory), extra_vars={"gpu_node_hosts": "gpu_workers"})
     assert "No host of the inventory matches" not in named.stdout
+
+
+# 5. Driver on disk, kernel module not loaded: refused up front, or (an image being built)
+#    provisioned whole but for the device nodes and the CDI spec. Never half done.
+
+def test_a_driver_that_is_not_loaded_fails_before_anything_naming_the_choice(fake_node_factory, tmp_path):
+    node = fake_node_factory("cos", missing=("kernel_module", "nvidiactl"))
+    before = snapshot(node.root)
+    play, inventory = _user_play(tmp_path, node, {
+        "gpu_node_toolkit_src": str(toolkit_artifacts.build_tree(tmp_path / "artifacts")),
+        "gpu_node_containerd_restart_mode": "none"})
+    text = _failed_up_front(run_playbook(play, inventory=str(inventory)), node, before)
+    assert "The NVIDIA kernel module is not loaded on this node (driver 535.104.12 is on disk)" in text
+    assert "set gpu_node_driver_not_loaded=provision" in text and "Nothing was changed" in text
+
+
+def test_an_image_being_built_is_provisioned_whole_but_for_device_nodes_and_the_spec(fake_node_factory, tmp_path):
+    node = fake_node_factory("cos", missing=("kernel_module", "nvidiactl"))
+    play, inventory = _user_play(tmp_path, node, {
+        "gpu_node_toolkit_src": str(toolkit_artifacts.build_tree(tmp_path / "artifacts")),
+        "gpu_node_containerd_restart_mode": "none", "gpu_node_driver_not_loaded": "provision"})
+    first = run_playbook(play, inventory=str(inventory))
+    assert _ok(first)["changed"] > 0
+    assert "the CDI spec is made at boot by the refresh this run set up" in " ".join(first.stdout.split())
+    assert os.access(node.node_path(TOOLKIT + "/nvidia-container-runtime"), os.X_OK)
+    assert 'BinaryName = "%s/nvidia-container-runtime"' % TOOLKIT in node.node_path(CONFIG).read_text()
+    assert not node.node_path(SPEC).exists() and not node.node_path("/dev/nvidiactl").exists()
+    # What the boot needs to make the spec: the program and the settings this run used.
+    kept = node.node_path(TOOLKIT + "/.gpu-node")
+    assert (kept / "gpu-node-cdi").is_file() and "specs" in json.loads((kept / "cdi-refresh.json").read_text())
+    assert _ok(run_playbook(play, inventory=str(inventory)))["changed"] == 0
