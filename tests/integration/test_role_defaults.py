@@ -413,3 +413,49 @@ def test_an_image_being_built_is_provisioned_whole_but_for_device_nodes_and_the_
     kept = node.node_path(TOOLKIT + "/.gpu-node")
     assert (kept / "gpu-node-cdi").is_file() and "specs" in json.loads((kept / "cdi-refresh.json").read_text())
     assert _ok(run_playbook(play, inventory=str(inventory)))["changed"] == 0
+
+
+# 1. Tags: the role's look and checks run when one of its steps is selected, not for the
+#    playbook's own tags.
+
+def _tagged_play(tmp_path, node, how):
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(yaml.safe_dump({"gpu_workers": {"hosts": {"localhost": {
+        "ansible_connection": "local", "gpu_node_host_root": str(node.root),
+        "gpu_node_containerd_restart_mode": "none"}}}}))
+    own = {"name": "Our own task", "ansible.builtin.debug": {"msg": "app"}, "tags": ["app"]}
+    role = {"import_role": {"name": "gpu_node.container_toolkit.gpu_node"}} if how == "import_role" else {
+        "include_role": {"name": "gpu_node.container_toolkit.gpu_node", "apply": {"tags": ["gpu"]}}, "tags": ["gpu"]}
+    play = tmp_path / "play.yml"
+    play.write_text(yaml.safe_dump([{"name": "Our GPU workers", "hosts": "gpu_workers", "gather_facts": False,
+                                     "tasks": [own, dict(role, name="The GPU node role")]}], sort_keys=False))
+    return play, inventory
+
+
+@pytest.mark.parametrize("how", ["import_role", "include_role"])
+def test_the_playbooks_own_tags_run_none_of_the_role(fake_node_factory, tmp_path, how):
+    # A fresh node without a toolkit source: any task of the role would fail the run.
+    node = fake_node_factory("cos", missing=("nvidiactl",))
+    before = snapshot(node.root)
+    play, inventory = _tagged_play(tmp_path, node, how)
+    proc = run_playbook(play, inventory=str(inventory), extra_args=["--tags", "app"])
+    totals = _ok(proc)
+    # Ansible's own argument check of an imported role is tagged always; it reads nothing on the node.
+    tasks = [line for line in proc.stdout.splitlines() if line.startswith("TASK [")]
+    assert [t for t in tasks if "gpu_node.container_toolkit" in t and "Validating arguments" not in t] == [], tasks
+    assert "TASK [Our own task]" in proc.stdout and totals["failed"] == 0 and totals["changed"] == 0
+    assert changed_entries(before, snapshot(node.root)) == []
+
+
+def test_a_step_tag_runs_the_look_and_that_step(cos, tmp_path):
+    node, artifacts, base = cos
+    _ok(run_playbook(PLAYBOOKS / "site.yml", extra_vars=dict(base, gpu_node_toolkit_src=str(artifacts),
+                                                             gpu_node_containerd_restart_mode="none")))
+    node.node_path(SPEC).unlink()
+    play, inventory = _tagged_play(tmp_path, node, "import_role")
+    proc = run_playbook(play, inventory=str(inventory), extra_args=["--tags", "cdi"])
+    assert _ok(proc)["changed"] > 0
+    assert "TASK [gpu_node.container_toolkit.gpu_node : Look at the node" in proc.stdout
+    assert node.node_path(SPEC).exists()
+    assert "Install or remove the NVIDIA Container Toolkit binaries" not in proc.stdout
+    assert "Our own task" not in proc.stdout
