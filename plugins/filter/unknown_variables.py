@@ -11,8 +11,26 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+# Two edits (a transposition counts as one) cover the typos people make; a name further from every
+# known one is taken as another role's (docker_service_state is geerlingguy.docker's, not a typo of
+# docker_service).
+TYPO_DISTANCE = 2
 
-def unknown_variables(names, known, allowed=()):
+
+def edit_distance(first, second):
+    """Optimal string alignment distance: insertions, deletions, substitutions, adjacent swaps."""
+    previous2, previous = None, list(range(len(second) + 1))
+    for i, a in enumerate(first, 1):
+        current = [i] + [0] * len(second)
+        for j, b in enumerate(second, 1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a != b))
+            if previous2 is not None and i > 1 and j > 1 and a == second[j - 2] and first[i - 2] == b:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def unknown_variables(names, known, allowed=(), typos_only=False):
     if isinstance(names, str) or isinstance(known, str) or isinstance(allowed, str):
         raise AnsibleFilterError("unknown_variables takes lists of names (input, known, allowed)")
     try:
@@ -23,6 +41,11 @@ def unknown_variables(names, known, allowed=()):
     found = []
     for name in sorted(set(names)):
         if name in known or any(pattern.fullmatch(name) for pattern in patterns):
+            continue
+        if typos_only:
+            nearest = min(known, key=lambda candidate: (edit_distance(name, candidate), candidate), default=None)
+            if nearest is not None and edit_distance(name, nearest) <= TYPO_DISTANCE:
+                found.append("%s (did you mean %s?)" % (name, nearest))
             continue
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
         found.append("%s%s" % (name, " (did you mean %s?)" % close[0] if close else ""))

@@ -459,3 +459,40 @@ def test_a_step_tag_runs_the_look_and_that_step(cos, tmp_path):
     assert node.node_path(SPEC).exists()
     assert "Install or remove the NVIDIA Container Toolkit binaries" not in proc.stdout
     assert "Our own task" not in proc.stdout
+
+
+# 2. Each role's own prefix: a near miss fails up front; another role's variable under the same
+#    prefix (geerlingguy.docker's docker_users) passes.
+
+@pytest.mark.parametrize("role, variables, message", [
+    ("containerd", {"containerd_restart_mod": "none", "containerd_restart_mode": "none"},
+     "Misspelled variables for the containerd role: containerd_restart_mod (did you mean containerd_restart_mode?)"),
+    ("docker", {"docker_restart_mdoe": "none", "docker_restart_mode": "none", "docker_users": ["ops"]},
+     "Misspelled variables for the docker role: docker_restart_mdoe (did you mean docker_restart_mode?)."),
+])
+def test_a_near_miss_under_a_roles_own_prefix_fails_before_anything(cos, tmp_path, role, variables, message):
+    node, _artifacts, _base = cos
+    before = snapshot(node.root)
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(yaml.safe_dump({"gpu_workers": {"hosts": {"localhost": dict(
+        variables, ansible_connection="local", **{role + "_host_root": str(node.root)})}}}))
+    play = tmp_path / "play.yml"
+    play.write_text(yaml.safe_dump([{"name": "Our GPU workers", "hosts": "gpu_workers", "gather_facts": False,
+                                     "roles": ["gpu_node.container_toolkit." + role]}], sort_keys=False))
+    text = _failed_up_front(run_playbook(play, inventory=str(inventory)), node, before)
+    assert message in text and "%s_variables_allowed" % role in text
+    assert "docker_users" not in text
+
+
+def test_another_roles_variables_under_the_same_prefix_pass(cos, tmp_path):
+    node, _artifacts, _base = cos
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(yaml.safe_dump({"gpu_workers": {"hosts": {"localhost": {
+        "ansible_connection": "local", "docker_host_root": str(node.root), "docker_restart_mode": "none",
+        # geerlingguy.docker's variables, in the same inventory
+        "docker_users": ["ops"], "docker_service_state": "started", "docker_edition": "ce"}}}}))
+    play = tmp_path / "play.yml"
+    play.write_text(yaml.safe_dump([{"name": "Our GPU workers", "hosts": "gpu_workers", "gather_facts": False,
+                                     "roles": ["gpu_node.container_toolkit.docker"]}], sort_keys=False))
+    assert _ok(run_playbook(play, inventory=str(inventory)))["changed"] > 0
+    assert "nvidia" in json.loads(node.node_path("/etc/docker/daemon.json").read_text())["runtimes"]

@@ -6,7 +6,11 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_node.container_toolkit.plugins.filter.unknown_variables import FilterModule, unknown_variables
+from ansible_collections.gpu_node.container_toolkit.plugins.filter.unknown_variables import (
+    FilterModule,
+    edit_distance,
+    unknown_variables,
+)
 
 KNOWN = ["gpu_node_set_as_default", "gpu_node_containerd_restart_mode", "gpu_node_crio_restart_mode"]
 
@@ -36,3 +40,25 @@ def test_wrong_arguments_are_refused(args, words):
 
 def test_the_filter_is_registered():
     assert FilterModule().filters() == {"unknown_variables": unknown_variables}
+
+
+@pytest.mark.parametrize("first, second, distance", [
+    ("", "abc", 3), ("abc", "abc", 0), ("ab", "ba", 1), ("kitten", "sitting", 3),
+    ("docker_restart_mdoe", "docker_restart_mode", 1), ("docker_service_state", "docker_service", 6),
+])
+def test_edit_distance(first, second, distance):
+    assert edit_distance(first, second) == distance == edit_distance(second, first)
+
+
+def test_typos_only_names_near_misses_and_leaves_other_roles_names_alone():
+    known = ["docker_restart_mode", "docker_service", "docker_config_path", "docker_runtime_result"]
+    names = ["docker_restart_mod", "docker_confg_path", "docker_servcie",
+             # geerlingguy.docker's, in the same play: not ours, not typos of ours
+             "docker_service_state", "docker_users", "docker_edition", "docker_runtime_result"]
+    assert unknown_variables(names, known, [], True) == [
+        "docker_confg_path (did you mean docker_config_path?)",
+        "docker_restart_mod (did you mean docker_restart_mode?)",
+        "docker_servcie (did you mean docker_service?)"]
+    assert unknown_variables(names, known, ["docker_servcie"], True) == [
+        "docker_confg_path (did you mean docker_config_path?)",
+        "docker_restart_mod (did you mean docker_restart_mode?)"]
