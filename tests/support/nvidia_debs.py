@@ -92,6 +92,7 @@ def debian_tree():
     current = "/%s/nvidia/current" % MULTIARCH
     postinst = (unpacked / ".alternative" / "postinst").read_text()
     for sub, name in SLAVE_RE.findall(postinst):
+        sub = sub.strip('"')
         if not os.path.lexists(tree / current.lstrip("/") / name):
             continue
         alternative = "/etc/alternatives/nvidia--%s-x86_64-linux-gnu" % name
