@@ -45,6 +45,9 @@ options:
     description:
       - Directories, relative to O(driver_root), searched for driver libraries
         (C(lib*.so.<version>)).
+      - Each is searched with the driver's own subfolders of it, C(vdpau/) (VDPAU drivers) and, for a
+        multiarch directory such as C(usr/lib/x86_64-linux-gnu), C(nvidia/current/) (where Debian
+        keeps the real files behind its alternatives links).
       - After them, C(<driver_root>/etc/ld.so.cache) is read when it exists.
     type: list
     elements: str

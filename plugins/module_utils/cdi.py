@@ -125,25 +125,65 @@ COMPAT_LINKS = (
 )
 
 
-def library_links(libraries, driver_root, container_driver_root=None):
-    """``target::link`` pairs for create-symlinks: SONAME links, then the COMPAT_LINKS."""
+def dev_link_names(dev_links):
+    """``{library host path: [libX.so names]}`` from discovery's ``dev_links``: the development links
+    the host has for each library, wherever in the searched directories it has them."""
+    names = {}
+    for link in dev_links or ():
+        found = names.setdefault(link["library"], [])
+        name = posixpath.basename(link["path"])
+        if name not in found:
+            found.append(name)
+    return names
+
+
+def library_links(libraries, driver_root, container_driver_root=None, dev_links=()):
+    """``target::link`` pairs for create-symlinks, each beside its library in the container: the
+    SONAME link, the COMPAT_LINKS (whether or not the host has them, as NVIDIA's generator makes
+    them), then the ``libX.so -> SONAME`` development links the host has for it (``dev_links``,
+    discovery's), each link once."""
     links = []
+    made = set()
+    by_library = dev_link_names(dev_links)
+
+    def link(target, path):
+        if path not in made:
+            made.add(path)
+            links.append("%s::%s" % (target, path))
+
     for lib in libraries:
         container = _container_path(lib["path"], driver_root, container_driver_root)
         directory, name = posixpath.split(container)
         soname = lib.get("soname")
         if soname and soname != name:
-            links.append("%s::%s" % (name, posixpath.join(directory, soname)))
-        for prefix, link in COMPAT_LINKS:
+            link(name, posixpath.join(directory, soname))
+        for prefix, compat in COMPAT_LINKS:
             if name.startswith(prefix):
-                links.append("%s::%s" % (soname or name, posixpath.join(directory, link)))
+                link(soname or name, posixpath.join(directory, compat))
+        for dev in by_library.get(lib["path"], ()):
+            if dev != soname and dev != name:
+                link(soname or name, posixpath.join(directory, dev))
     return links
 
 
-def library_folders(libraries, driver_root, container_driver_root=None):
-    """Container directories holding driver libraries, sorted, for update-ldcache."""
-    folders = {posixpath.dirname(_container_path(lib["path"], driver_root, container_driver_root))
-               for lib in libraries}
+def vdpau_links(facts, container_driver_root=None):
+    """``target::link`` pairs for the links in a ``vdpau/`` folder to a library kept elsewhere
+    (Debian's ``<multiarch>/vdpau/libvdpau_nvidia.so.1``, to ``nvidia/current/``): libvdpau looks for
+    its drivers there by path, not through the ld cache. The target is the library's container path."""
+    driver_root = facts["driver_root"]
+    links = []
+    for entry in facts.get("vdpau_links") or ():
+        links.append("%s::%s" % (_container_path(entry["library"], driver_root, container_driver_root),
+                                 _container_path(entry["path"], driver_root, container_driver_root)))
+    return links
+
+
+def library_folders(libraries, driver_root, container_driver_root=None, extra_links=()):
+    """Container directories holding driver libraries (and the links ``extra_links``, discovery's
+    ``vdpau_links``), sorted, for update-ldcache: a ``vdpau/`` folder is one of them, as in NVIDIA's
+    generator."""
+    paths = [lib["path"] for lib in libraries] + [link["path"] for link in extra_links or ()]
+    folders = {posixpath.dirname(_container_path(path, driver_root, container_driver_root)) for path in paths}
     return sorted(folders)
 
 
@@ -170,7 +210,8 @@ def hook_edits(facts, hook_path=DEFAULT_HOOK_PATH, container_driver_root=None, l
         hooks.append({"hookName": "createContainer", "path": hook_path, "args": prefix + args})
 
     if "create-symlinks" not in disabled:
-        links = library_links(libraries, driver_root, container_driver_root)
+        links = library_links(libraries, driver_root, container_driver_root, facts.get("dev_links"))
+        links += vdpau_links(facts, container_driver_root)
         if links:
             args = ["create-symlinks"]
             for link in links:
@@ -182,7 +223,7 @@ def hook_edits(facts, hook_path=DEFAULT_HOOK_PATH, container_driver_root=None, l
         args = ["update-ldcache"]
         if ldconfig_path:
             args += ["--ldconfig-path", ldconfig_path]
-        for folder in library_folders(libraries, driver_root, container_driver_root):
+        for folder in library_folders(libraries, driver_root, container_driver_root, facts.get("vdpau_links")):
             args += ["--folder", folder]
         hook(args)
     return hooks

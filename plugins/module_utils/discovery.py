@@ -46,6 +46,13 @@ EXTRA_LIBRARY_RE = re.compile(r"^libnvidia-egl-(wayland|gbm|xcb|xlib)\.so\.\d+(\
 # Names of the driver's libraries and their links (libcuda.so.1, libnvidia-ml.so, libGLX_nvidia.so.0).
 NVIDIA_LIBRARY_NAME_RE = re.compile(r"^(libcuda|libnv[\w-]*|lib\w*_nvidia)\.so(\.\d+)*$")
 VERSION_SUFFIX_RE = re.compile(r"^\d+\.\d+(\.\d+)?$")
+# A driver library of some driver version (libnvidia-ml.so.530.30.02): a 3-digit major, as every
+# driver release has, so that libnvpair.so.3.0.0 (ZFS) is not taken for one.
+OTHER_VERSION_LIBRARY_RE = re.compile(r"^(lib.+)\.so\.(\d{3}\.\d+(\.\d+)?)$")
+# A development link, libX.so, beside the driver's libX.so.<version>.
+DEV_LINK_RE = re.compile(r"^lib.+\.so$")
+# Driver libraries that NVIDIA ships without an ELF SONAME (nothing links to them by SONAME): no warning.
+UNNAMED_LIBRARY_PREFIXES = ("libnvidia-vulkan-producer.so.",)
 # How many names a warning lists before it says "and N more" (the whole list is result data).
 MESSAGE_NAMES = 3
 # One read that holds the ELF and program headers (and, in small libraries, everything else).
@@ -89,6 +96,10 @@ class _Discovery:
         # host paths; they differ when the driver root, or a directory above it, is a symlink.
         self.named_root = self.real_root = "/"
         self.dangling = []
+        self.dev_links = []
+        self.vdpau_links = []
+        self.skipped = []
+        self.library_version = None
 
     def on_node(self, host_path):
         return self.node.path(host_path)
@@ -135,7 +146,9 @@ class _Discovery:
 
     # --- driver root -------------------------------------------------------------------
     def library_dirs(self, driver_root):
-        return [node_model.join_host(driver_root, rel) for rel in self.search_paths]
+        """The library directories searched (the search paths and the driver's subfolders of them,
+        see :func:`node_model.library_search_dirs`), as host paths under ``driver_root``."""
+        return [node_model.join_host(driver_root, rel) for rel in node_model.library_search_dirs(self.search_paths)]
 
     def libcuda_candidates(self, driver_root):
         real_root = self.real(driver_root)
@@ -221,7 +234,7 @@ class _Discovery:
         ``libnvidia-ml.so.<version>``), from the search paths and the driver root's ld.so.cache."""
         for prefix in ("libcuda.so.", "libnvidia-ml.so."):
             found = {}
-            for rel in self.search_paths:
+            for rel in node_model.library_search_dirs(self.search_paths):
                 directory = node_model.join_host(self.real_root, rel)
                 try:
                     names = self.names(self.real(directory))
@@ -312,11 +325,23 @@ class _Discovery:
 
     def libraries(self, version):
         """The driver's libraries of ``version``: real files (links followed inside host_root), as
-        host paths under the driver root as named. Dangling links go to ``self.dangling``."""
+        host paths under the driver root as named. Dangling links go to ``self.dangling``; the
+        ``libX.so`` links that lead to one of them to ``self.dev_links``; libraries of other driver
+        versions, left out, to ``self.skipped``."""
         wanted = re.compile(r"^lib.+\.so\.%s$" % re.escape(version))
         seen = set()
         found = []
         dangling = {}
+        dev_links = {}  # named link path -> real library path
+        vdpau_links = {}  # the same, for links in a vdpau/ folder to a library elsewhere (Debian's)
+        skipped = {}
+
+        def other_version(name):
+            match = OTHER_VERSION_LIBRARY_RE.match(name)
+            if match and match.group(2) != version and NVIDIA_LIBRARY_NAME_RE.match(name) \
+                    and not EXTRA_LIBRARY_RE.match(name):
+                return match.group(2)
+            return None
 
         def is_driver_library(name):
             return wanted.match(name) or EXTRA_LIBRARY_RE.match(name)
@@ -352,8 +377,14 @@ class _Discovery:
                         dangling.setdefault(self.named(path), entry["target"])
                     elif ours and is_driver_library(posixpath.basename(real)):
                         add(real, found_at=path)
+                    elif DEV_LINK_RE.match(name) and posixpath.basename(real).startswith(name + "."):
+                        dev_links.setdefault(self.named(path), real)
+                    elif posixpath.basename(real_dir) == "vdpau" and posixpath.dirname(real) != real_dir:
+                        vdpau_links.setdefault(self.named(path), real)
                 elif ours and entry.get("type") == "file":
                     add(path, self.on_node(path))
+                elif entry.get("type") == "file" and other_version(name):
+                    skipped.setdefault(self.named(path), other_version(name))
         for _name, path in self.ld_cache_entries(self.real_root):
             in_driver = resolve_in_root(self.on_node(self.real_root), path)
             try:
@@ -363,11 +394,18 @@ class _Discovery:
             if is_driver_library(posixpath.basename(real)) and os.path.isfile(self.on_node(real)):
                 add(real)
         self.dangling = [{"path": path, "target": dangling[path]} for path in sorted(dangling)]
+        taken = {lib["path"] for lib in found}
+        self.dev_links = [{"path": path, "library": self.named(dev_links[path])} for path in sorted(dev_links)
+                          if self.named(dev_links[path]) in taken]
+        self.vdpau_links = [{"path": path, "library": self.named(vdpau_links[path])} for path in sorted(vdpau_links)
+                            if self.named(vdpau_links[path]) in taken]
+        self.skipped = [{"path": path, "version": skipped[path]} for path in sorted(skipped)]
         return sorted(found, key=lambda lib: lib["path"])
 
     def library_warnings(self, libraries):
         """Warnings for libraries without a SONAME and for dangling links."""
-        unnamed = [lib["path"] for lib in libraries if not lib["soname"]]
+        unnamed = [lib["path"] for lib in libraries if not lib["soname"]
+                   and not posixpath.basename(lib["path"]).startswith(UNNAMED_LIBRARY_PREFIXES)]
         if unnamed:
             cuda = [path for path in unnamed if posixpath.basename(path).startswith("libcuda.so.")]
             message = ("driver libraries without an ELF SONAME, so containers get no SONAME link for them: %s"
@@ -376,6 +414,13 @@ class _Discovery:
                 message += ("; %s has none, so containers get no libcuda.so.1 and CUDA applications "
                             "cannot load it" % cuda[0])
             self.warnings.append(message + " (nvidia_driver_info's libraries have them all, with soname null)")
+        if self.skipped:
+            versions = node_model.sorted_versions({entry["version"] for entry in self.skipped})
+            self.warnings.append(
+                "not mounting %d libraries of other driver versions (%s) than %s, left by an unfinished upgrade or "
+                "removal (nvidia_driver_info's skipped_libraries has them all): %s" % (
+                    len(self.skipped), ", ".join(versions), self.library_version,
+                    some(entry["path"] for entry in self.skipped)))
         if self.dangling:
             self.warnings.append("dangling links in the driver's library directories (the files they point "
                                  "to are missing; nvidia_driver_info's dangling_links has them all): %s" % some(
@@ -552,7 +597,8 @@ def discover_node(host_root, driver_root="auto", dev_root="auto", library_search
     node.named_root, node.real_root = root, real_root
     devroot, dev_source, dev_warned = node.resolve_dev_root(dev_root)
     version, version_source, library_version = node.versions()
-    libraries = node.libraries(library_version or version)
+    node.library_version = library_version or version
+    libraries = node.libraries(node.library_version)
     node.library_warnings(libraries)
     loaded = node.kernel_module_loaded()
     device_nodes = node.device_nodes(devroot)
@@ -576,6 +622,9 @@ def discover_node(host_root, driver_root="auto", dev_root="auto", library_search
         "library_search_paths": list(library_search_paths),
         "libraries": libraries,
         "dangling_links": node.dangling,
+        "dev_links": node.dev_links,
+        "vdpau_links": node.vdpau_links,
+        "skipped_libraries": node.skipped,
         "binaries": node.binaries(),
         "firmware": node.firmware(version),
         "config_files": node.config_files(),

@@ -29,6 +29,32 @@ DEFAULT_LIBRARY_SEARCH_PATHS = (
     "lib",
 )
 
+# The driver's own subfolders of a library search path, searched after it: VDPAU drivers live in
+# vdpau/ (libvdpau_nvidia.so.<version>: lib64/vdpau/ on COS, usr/lib/<multiarch>/vdpau/ on Debian), and
+# Debian keeps the driver's real files in usr/lib/<multiarch>/nvidia/current/, reaching only some of
+# them through alternatives links one level up.
+LIBRARY_SUBFOLDERS = ("vdpau",)
+MULTIARCH_LIBRARY_SUBFOLDERS = ("nvidia/current",)
+MULTIARCH_SUFFIX = "-linux-gnu"
+
+
+def library_search_dirs(search_paths):
+    """The directories, relative to driver_root, that discovery searches for driver libraries: each
+    of ``search_paths`` followed by its driver subfolders (:data:`LIBRARY_SUBFOLDERS`, and for a
+    multiarch directory such as ``usr/lib/x86_64-linux-gnu`` also :data:`MULTIARCH_LIBRARY_SUBFOLDERS`),
+    each once, in that order."""
+    found = []
+    for rel in search_paths:
+        rel = normalize_host_path(rel).lstrip("/")
+        subfolders = LIBRARY_SUBFOLDERS
+        if rel.endswith(MULTIARCH_SUFFIX):
+            subfolders = LIBRARY_SUBFOLDERS + MULTIARCH_LIBRARY_SUBFOLDERS
+        for directory in [rel] + [posixpath.join(rel, sub) if rel else sub for sub in subfolders]:
+            if directory not in found:
+                found.append(directory)
+    return found
+
+
 # What marks a directory as a driver root: the CUDA driver library.
 DRIVER_MARKER_PREFIX = "libcuda.so."
 

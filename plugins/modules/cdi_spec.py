@@ -20,6 +20,20 @@ description:
     names applications C(dlopen) - C(libcuda.so) and C(libnvidia-opticalflow.so) (to their SONAMEs
     C(libcuda.so.1) and C(libnvidia-opticalflow.so.1)) and C(libGLX_indirect.so.0) (to
     C(libGLX_nvidia.so.0)); the list is C(COMPAT_LINKS) in the collection's C(module_utils/cdi.py).
+    These are made whether or not the host has them. Every other C(libX.so) development link the host
+    has for a library (C(libnvidia-ml.so), C(libnvcuvid.so), C(libnvidia-encode.so), see
+    M(gpu_node.container_toolkit.nvidia_driver_info)'s C(dev_links)) is made too, to the library's
+    SONAME, beside the library in the container, wherever in the searched directories the host has it.
+  - Libraries in the driver's C(vdpau/) folders (C(libvdpau_nvidia.so.<version>)) are mounted and
+    linked like the others, and each C(vdpau/) folder is passed to C(update-ldcache) as a
+    C(--folder), as NVIDIA's generator does. On Debian, whose C(libvdpau_nvidia) lives in
+    C(nvidia/current/) and is reached through an alternatives link in C(vdpau/), that link is made in
+    the container too, to the library's container path, since C(libvdpau) loads its drivers from
+    C(vdpau/) by path.
+  - Where this differs from NVIDIA's generator on purpose, it adds - Vulkan, EGL and
+    application-profile files, the GSP firmware of COS's C(firmware/), and Debian's
+    C(vdpau/libvdpau_nvidia.so.1) link - and leaves out libraries of another driver version than the
+    one used (M(gpu_node.container_toolkit.nvidia_driver_info)'s C(skipped_libraries), with a warning).
   - The C(cdiVersion) is the lowest version the content needs.
   - YAML specs start with a comment that records the driver version, driver root and device root
     they were built from. After a driver upgrade the file names and hook arguments change, so a

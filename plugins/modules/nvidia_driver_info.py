@@ -80,6 +80,7 @@ notes:
     them; for C(libcuda) no C(libcuda.so.1)); dangling links in the library directories (see
     RV(dangling_links)); user-space libraries of another version than the loaded kernel module
     (C(kernel module 550.54.15, libraries 535.104.12 found under ...)), see RV(library_version);
+    libraries of other driver versions beside those used (RV(skipped_libraries));
     a kernel module that is not loaded; and a O(dev_root) that is missing, not a directory, or holds
     no NVIDIA device nodes.
 seealso:
@@ -172,7 +173,9 @@ library_search_paths:
   sample: [lib64, usr/lib64, usr/lib/x86_64-linux-gnu]
 libraries:
   description:
-    - Driver libraries (C(lib*.so.<library_version>)) found in the search paths and in
+    - Driver libraries (C(lib*.so.<library_version>)) found in the search paths, in the driver's
+      own subfolders of them (C(vdpau/) of each, and C(nvidia/current/) of a multiarch directory
+      such as C(usr/lib/x86_64-linux-gnu), where Debian keeps the real files) and in
       C(<driver_root>/etc/ld.so.cache), with their ELF SONAME. Each is the real file (SONAME
       links followed), as a host path under RV(driver_root).
   returned: success
@@ -185,6 +188,55 @@ libraries:
       type: str
     soname:
       description: The library's ELF SONAME, or null when it has none.
+      type: str
+dev_links:
+  description:
+    - The development links (C(libX.so), such as C(libnvidia-ml.so)) found in the searched
+      directories that lead to one of RV(libraries); M(gpu_node.container_toolkit.cdi_spec) makes
+      each of them, to the library's SONAME, beside the library in containers.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{path: /home/kubernetes/bin/nvidia/lib64/libcuda.so, library: /home/kubernetes/bin/nvidia/lib64/libcuda.so.535.104.12}]
+  contains:
+    path:
+      description: Host path of the link.
+      type: str
+    library:
+      description: Host path of the library it leads to, as in RV(libraries).
+      type: str
+vdpau_links:
+  description:
+    - Links in a C(vdpau/) folder to a library kept elsewhere (Debian's
+      C(/usr/lib/x86_64-linux-gnu/vdpau/libvdpau_nvidia.so.1), an alternatives link to
+      C(nvidia/current/)). C(libvdpau) loads its drivers from that folder by path, so
+      M(gpu_node.container_toolkit.cdi_spec) makes the link in containers too.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{path: /usr/lib/x86_64-linux-gnu/vdpau/libvdpau_nvidia.so.1, library: /usr/lib/x86_64-linux-gnu/nvidia/current/libvdpau_nvidia.so.535.261.03}]
+  contains:
+    path:
+      description: Host path of the link.
+      type: str
+    library:
+      description: Host path of the library it leads to, as in RV(libraries).
+      type: str
+skipped_libraries:
+  description:
+    - Driver libraries of another driver version than RV(library_version) in the searched
+      directories (an upgrade or removal that did not finish), which are left out of RV(libraries)
+      and of CDI specs; a warning names the first few.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{path: /home/kubernetes/bin/nvidia/lib64/libcuda.so.530.30.02, version: 530.30.02}]
+  contains:
+    path:
+      description: Host path of the library file.
+      type: str
+    version:
+      description: The driver version its file name carries.
       type: str
 dangling_links:
   description: Links in the driver's library directories whose target is missing (a warning lists the first few).

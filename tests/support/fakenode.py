@@ -8,6 +8,15 @@ kernel's formats. Layouts:
   sbin/ or etc/ld.so.cache there; device nodes in the node's /dev.
 - ``ubuntu``: driver libraries in /usr/lib/x86_64-linux-gnu with a real /etc/ld.so.cache.
 - ``driver-container``: a full driver tree at /run/nvidia/driver with its own dev/.
+- ``debian``: Debian's packages (bookworm's nvidia-driver): the real files in
+  /usr/lib/x86_64-linux-gnu/nvidia/current/ with their SONAME and ``libX.so`` links there, reached
+  from /usr/lib/x86_64-linux-gnu/ (and its vdpau/ and nvidia/) through /etc/alternatives links as
+  nvidia-alternative's postinst makes them, libnvidia-vulkan-producer without a SONAME, and
+  libnvidia-cfg.so.1 only in /usr/lib/x86_64-linux-gnu/nvidia/.
+
+Opt-in extras (the layouts above are unchanged without them): ``vdpau`` (libvdpau_nvidia in a
+vdpau/ folder), ``dev_links`` (``libX.so`` links), ``compute_only`` (no GL, EGL, GLES or Vulkan files),
+``other_version`` (the libraries of a second driver version left beside them).
 
 Command line: ``fakenode.py --layout cos [--gpus N] [--driver-version V] DIR``.
 """
@@ -58,6 +67,30 @@ DRIVER_LIBRARIES = (
     ("libGLESv2_nvidia", "2"),
     ("libGLESv1_CM_nvidia", "1"),
 )
+# What Debian's bookworm packages add to DRIVER_LIBRARIES (None: a library without a SONAME).
+DEBIAN_LIBRARIES = (
+    ("libnvidia-fbc", "1"),
+    ("libnvidia-ngx", "1"),
+    ("libnvidia-vulkan-producer", None),
+)
+# The libraries a compute-only node has (no GL, EGL, GLES, Vulkan or video libraries).
+COMPUTE_LIBRARIES = ("libcuda", "libnvidia-ml", "libnvidia-ptxjitcompiler", "libnvidia-nvvm", "libnvidia-opencl",
+                     "libnvidia-cfg", "libnvidia-allocator", "libnvidia-gpucomp")
+# The libraries that get a libX.so development link (those Debian's packages ship one for).
+DEV_LINKED = ("libcuda", "libnvidia-ml", "libnvcuvid", "libnvidia-encode", "libnvidia-opticalflow", "libnvidia-fbc",
+              "libnvidia-ngx")
+VDPAU_LIBRARY = ("libvdpau_nvidia", "1")
+# Debian's nvidia-alternative: (directory under usr/lib/<multiarch>/, link name) for the names it links
+# from /etc/alternatives/nvidia--<name>-<multiarch> to usr/lib/<multiarch>/nvidia/current/<name>.
+DEBIAN_ALTERNATIVES = (
+    ("vdpau/", "libvdpau_nvidia.so.1"), ("", "libGLX_nvidia.so.0"), ("", "libEGL_nvidia.so.0"),
+    ("", "libGLESv1_CM_nvidia.so.1"), ("", "libGLESv2_nvidia.so.2"), ("", "libcuda.so.1"), ("", "libcuda.so"),
+    ("", "libcudadebugger.so.1"), ("", "libnvcuvid.so.1"), ("", "libnvcuvid.so"), ("", "libnvidia-allocator.so.1"),
+    ("", "libnvidia-api.so.1"), ("", "libnvidia-encode.so.1"), ("", "libnvidia-fbc.so.1"), ("", "libnvidia-ml.so.1"),
+    ("", "libnvidia-ngx.so.1"), ("", "libnvidia-nvvm.so.4"), ("", "libnvidia-nvvm.so.{version}"),
+    ("", "libnvidia-opencl.so.1"), ("", "libnvidia-opticalflow.so.1"), ("", "libnvidia-ptxjitcompiler.so.1"),
+    ("", "libnvoptix.so.1"), ("nvidia/", "libnvidia-cfg.so.1"),
+)
 BINARIES = ("nvidia-smi", "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control", "nvidia-cuda-mps-server")
 FIRMWARE = ("gsp_ga10x.bin", "gsp_tu10x.bin")
 LAYOUTS = {
@@ -88,6 +121,17 @@ LAYOUTS = {
         "vulkan_dir": "etc/vulkan/icd.d",
         "os_release": 'PRETTY_NAME="Ubuntu 22.04.4 LTS"\nNAME="Ubuntu"\nVERSION_ID="22.04"\nID=ubuntu\nID_LIKE=debian\n',
         "model": "NVIDIA H100 80GB HBM3",
+    },
+    "debian": {
+        "driver_root": "/",
+        "lib_dir": "usr/lib/x86_64-linux-gnu/nvidia/current",
+        "multiarch_dir": "usr/lib/x86_64-linux-gnu",
+        "bin_dir": "usr/bin",
+        "firmware_dir": "lib/firmware/nvidia",
+        "vulkan_dir": "usr/share/vulkan/icd.d",
+        "os_release": 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\nVERSION_ID="12"\n'
+        'VERSION="12 (bookworm)"\nVERSION_CODENAME=bookworm\nID=debian\n',
+        "model": "NVIDIA L4",
     },
 }
 COS_MOUNTINFO = """\
@@ -154,6 +198,9 @@ class FakeNode:
     binaries: list = field(default_factory=list)
     firmware: list = field(default_factory=list)
     device_nodes: list = field(default_factory=list)  # [{"path": /dev/..., "major", "minor"}]
+    dev_links: list = field(default_factory=list)  # [{"path": host path of libX.so, "library": host path}]
+    vdpau_links: list = field(default_factory=list)  # links in a vdpau/ folder to a library elsewhere
+    other_libraries: list = field(default_factory=list)  # host paths of another version's libraries
 
     def node_path(self, host_path):
         return self.root / str(host_path).lstrip("/")
@@ -253,8 +300,16 @@ def proc_devices(version, loaded, mig):
 
 
 def build_node(root, layout="cos", driver_version=DEFAULT_DRIVER_VERSION, gpus=2, mig=False,
-               extra_libraries=0, missing=(), broken=(), kernel_version=None):
+               extra_libraries=0, missing=(), broken=(), kernel_version=None, vdpau=False, dev_links=False,
+               compute_only=False, other_version=None):
     """Build a fake node under ``root`` and return a FakeNode describing it.
+
+    ``vdpau``: libvdpau_nvidia.so.<version> (SONAME libvdpau_nvidia.so.1) in the library directory's
+    vdpau/ folder (``debian``: in nvidia/current/, reached by an alternatives link in vdpau/, always).
+    ``dev_links``: a ``libX.so -> SONAME`` link beside each library of DEV_LINKED (``debian``: always).
+    ``compute_only``: only COMPUTE_LIBRARIES, and no Vulkan or EGL files.
+    ``other_version``: the libraries of that driver version too, as regular files beside these
+    (an upgrade that did not finish); the SONAME links lead to ``driver_version``'s.
 
     ``missing``: any of ``libcuda``, ``proc_version``, ``nvidiactl``, ``devices``, ``gpus``,
     ``kernel_module``, ``ld_cache``, ``firmware``, ``binaries``.
@@ -300,25 +355,43 @@ def build_node(root, layout="cos", driver_version=DEFAULT_DRIVER_VERSION, gpus=2
 
     # Libraries: the versioned file plus the SONAME and dev links, as the installers leave them.
     lib_dir = in_driver(spec["lib_dir"])
-    libs = list(DRIVER_LIBRARIES) + [("libnvidia-extra%03d" % i, "1") for i in range(extra_libraries)]
-    for prefix, so_suffix in libs:
+    debian = layout == "debian"
+    libs = list(DRIVER_LIBRARIES) + (list(DEBIAN_LIBRARIES) if debian else [])
+    libs += [("libnvidia-extra%03d" % i, "1") for i in range(extra_libraries)]
+    if compute_only:
+        libs = [lib for lib in libs if lib[0] in COMPUTE_LIBRARIES or lib[0].startswith("libnvidia-extra")]
+    vdpau_dir = lib_dir if debian else os.path.join(lib_dir, "vdpau")
+    placed = [(prefix, so_suffix, lib_dir) for prefix, so_suffix in libs]
+    if (vdpau or debian) and not compute_only:
+        placed.append(VDPAU_LIBRARY + (vdpau_dir,))
+    for prefix, so_suffix, directory in placed:
         if prefix == "libcuda" and "libcuda" in missing:
             continue
         name = "%s.so.%s" % (prefix, driver_version)
-        soname = name if so_suffix == "V" else "%s.so.%s" % (prefix, so_suffix)
-        unnamed = prefix == "libcuda" and "soname" in broken
-        _write(at(os.path.join(lib_dir, name)), elf_library(None if unnamed else soname), 0o755)
-        if soname != name:
+        soname = name if so_suffix == "V" else None if so_suffix is None else "%s.so.%s" % (prefix, so_suffix)
+        unnamed = soname is None or (prefix == "libcuda" and "soname" in broken)
+        _write(at(os.path.join(directory, name)), elf_library(None if unnamed else soname), 0o755)
+        if soname and soname != name:
             stale = prefix == "libcuda" and "dangling_link" in broken
-            os.symlink("%s.so.530.30.02" % prefix if stale else name, at(os.path.join(lib_dir, soname)))
-        if prefix == "libcuda":
-            os.symlink(soname, at(os.path.join(lib_dir, "libcuda.so")))
-        node.libraries.append({"path": os.path.join(lib_dir, name), "soname": None if unnamed else soname})
+            os.symlink("%s.so.530.30.02" % prefix if stale else name, at(os.path.join(directory, soname)))
+        if prefix == "libcuda" or ((dev_links or debian) and prefix in DEV_LINKED):
+            os.symlink(soname, at(os.path.join(directory, prefix + ".so")))
+            if not (prefix == "libcuda" and "dangling_link" in broken):
+                node.dev_links.append({"path": os.path.join(directory, prefix + ".so"),
+                                       "library": os.path.join(directory, name)})
+        node.libraries.append({"path": os.path.join(directory, name), "soname": None if unnamed else soname})
+        if other_version:
+            old = "%s.so.%s" % (prefix, other_version)
+            old_soname = old if so_suffix == "V" else soname
+            _write(at(os.path.join(directory, old)), elf_library(old_soname), 0o755)
+            node.other_libraries.append(os.path.join(directory, old))
+    if debian:
+        _debian_alternatives(node, at, spec["multiarch_dir"], lib_dir, driver_version)
     if "library" in broken:
         _write(at(os.path.join(lib_dir, "libnvidia-broken.so.%s" % driver_version)), b"\x7fELF\x02\x01\x01")
     if layout != "cos":
         # Not a driver library: discovery must leave it alone.
-        _write(at(os.path.join(lib_dir, "libz.so.1.2.13")), elf_library("libz.so.1"))
+        _write(at(os.path.join(spec.get("multiarch_dir", lib_dir), "libz.so.1.2.13")), elf_library("libz.so.1"))
 
     if "binaries" not in missing:
         for name in BINARIES:
@@ -330,13 +403,16 @@ def build_node(root, layout="cos", driver_version=DEFAULT_DRIVER_VERSION, gpus=2
             host_path = in_driver(os.path.join(spec["firmware_dir"], driver_version, name))
             _write(at(host_path), b"fake GSP firmware " + name.encode())
             node.firmware.append(host_path)
-    _write(at(in_driver(os.path.join(spec["vulkan_dir"], "nvidia_icd.json"))),
-           json.dumps({"file_format_version": "1.0.0",
-                       "ICD": {"library_path": "libGLX_nvidia.so.0", "api_version": "1.3.242"}}, indent=4) + "\n")
+    if not compute_only:
+        _write(at(in_driver(os.path.join(spec["vulkan_dir"], "nvidia_icd.json"))),
+               json.dumps({"file_format_version": "1.0.0",
+                           "ICD": {"library_path": "libGLX_nvidia.so.0", "api_version": "1.3.242"}}, indent=4) + "\n")
     if layout != "cos":
-        _write(at(in_driver("usr/share/glvnd/egl_vendor.d/10_nvidia.json")),
-               '{\n    "file_format_version" : "1.0.0",\n    "ICD" : {\n        "library_path" : "libEGL_nvidia.so.0"\n    }\n}\n')
-        _write(at(in_driver("etc/ld.so.conf")), "/%s\n" % spec["lib_dir"])
+        if not compute_only:
+            _write(at(in_driver("usr/share/glvnd/egl_vendor.d/10_nvidia.json")),
+                   '{\n    "file_format_version" : "1.0.0",\n    "ICD" : {\n        "library_path" : '
+                   '"libEGL_nvidia.so.0"\n    }\n}\n')
+        _write(at(in_driver("etc/ld.so.conf")), "/%s\n" % spec.get("multiarch_dir", spec["lib_dir"]))
         if "ld_cache" not in missing:
             subprocess.run(["ldconfig", "-r", str(at(driver_root))], check=True, capture_output=True)
             if "ld_cache" in broken:
@@ -389,6 +465,33 @@ def build_node(root, layout="cos", driver_version=DEFAULT_DRIVER_VERSION, gpus=2
             _mknod(at(os.path.join(dev_root, "dev", name)), major, minor)
             node.device_nodes.append({"path": "/dev/" + name, "major": major, "minor": minor})
     return node
+
+
+def _debian_alternatives(node, at, multiarch_dir, lib_dir, version):
+    """The links nvidia-alternative's postinst makes (update-alternatives): for each of
+    DEBIAN_ALTERNATIVES whose file is in ``lib_dir`` (nvidia/current), ``/<multiarch_dir>/<sub><name>
+    -> /etc/alternatives/nvidia--<name>-<triplet> -> /<lib_dir>/<name>``. The ``libX.so`` ones go to
+    ``node.dev_links``, the vdpau/ one to ``node.vdpau_links``."""
+    triplet = os.path.basename(multiarch_dir)
+    for sub, name in DEBIAN_ALTERNATIVES:
+        name = name.format(version=version)
+        source = "/" + os.path.join(lib_dir, name)
+        if not os.path.lexists(at(source)):
+            continue
+        alternative = "/etc/alternatives/nvidia--%s-%s" % (name, triplet)
+        link = at("/" + os.path.join(multiarch_dir, sub, name))
+        link.parent.mkdir(parents=True, exist_ok=True)
+        at(alternative).parent.mkdir(parents=True, exist_ok=True)
+        if not os.path.lexists(at(alternative)):
+            os.symlink(source, at(alternative))
+        os.symlink(alternative, link)
+        host_link = "/" + os.path.join(multiarch_dir, sub, name)
+        library = next((lib["path"] for lib in node.libraries
+                        if os.path.basename(lib["path"]).startswith(name.split(".so")[0] + ".so.")), None)
+        if library and name.endswith(".so"):
+            node.dev_links.append({"path": host_link, "library": library})
+        elif library and sub == "vdpau/":
+            node.vdpau_links.append({"path": host_link, "library": library})
 
 
 def upgrade_driver(node, version):

@@ -468,3 +468,45 @@ def test_the_management_spec_of_a_cos_node_has_every_compatibility_link(cos_node
     for _prefix, link in cdi.COMPAT_LINKS:
         assert any(pair.endswith("::/lib64/" + link) for pair in links), link
     assert "libnvidia-opticalflow.so.1::/lib64/libnvidia-opticalflow.so" in links
+
+
+# --- issue 31: dev links, vdpau ---------------------------------------------------------------
+
+def test_dev_links_go_beside_their_library_after_the_compat_links_each_once():
+    lib = DRIVER_ROOT + "/lib64/"
+    libraries = [{"path": lib + "libcuda.so." + VERSION, "soname": "libcuda.so.1"},
+                 {"path": lib + "libnvidia-ml.so." + VERSION, "soname": "libnvidia-ml.so.1"},
+                 {"path": lib + "libnvidia-tls.so." + VERSION, "soname": None}]
+    dev_links = [{"path": lib + "libcuda.so", "library": lib + "libcuda.so." + VERSION},
+                 {"path": "/elsewhere/libnvidia-ml.so", "library": lib + "libnvidia-ml.so." + VERSION},
+                 {"path": lib + "libnvidia-ml.so", "library": lib + "libnvidia-ml.so." + VERSION},
+                 {"path": lib + "libnvidia-tls.so", "library": lib + "libnvidia-tls.so." + VERSION}]
+    assert cdi.library_links(libraries, DRIVER_ROOT, None, dev_links) == [
+        "libcuda.so.%s::/lib64/libcuda.so.1" % VERSION,
+        "libcuda.so.1::/lib64/libcuda.so",
+        "libnvidia-ml.so.%s::/lib64/libnvidia-ml.so.1" % VERSION,
+        "libnvidia-ml.so.1::/lib64/libnvidia-ml.so",
+        "libnvidia-tls.so.%s::/lib64/libnvidia-tls.so" % VERSION,
+    ]
+    assert cdi.library_links(libraries, DRIVER_ROOT, "/usr/local/nvidia", dev_links)[3] == \
+        "libnvidia-ml.so.1::/usr/local/nvidia/lib64/libnvidia-ml.so"
+
+
+def test_facts_without_the_new_fields_make_the_spec_they_made():
+    facts = cos_facts()
+    spec = cdi.build_spec(facts)
+    assert cdi.build_spec(dict(facts, dev_links=[], vdpau_links=[])) == spec
+
+
+def test_vdpau_links_and_their_folder():
+    lib = "/usr/lib/x86_64-linux-gnu/"
+    facts = dict(cos_facts(), driver_root="/", libraries=[
+        {"path": lib + "nvidia/current/libcuda.so." + VERSION, "soname": "libcuda.so.1"},
+        {"path": lib + "nvidia/current/libvdpau_nvidia.so." + VERSION, "soname": "libvdpau_nvidia.so.1"}],
+        vdpau_links=[{"path": lib + "vdpau/libvdpau_nvidia.so.1",
+                      "library": lib + "nvidia/current/libvdpau_nvidia.so." + VERSION}])
+    spec = cdi.build_spec(facts)
+    args = hooks(spec)["create-symlinks"]["args"]
+    assert "%snvidia/current/libvdpau_nvidia.so.%s::%svdpau/libvdpau_nvidia.so.1" % (lib, VERSION, lib) in args
+    folders = hooks(spec)["update-ldcache"]["args"]
+    assert [a for a in folders if a.startswith("/")] == [lib + "nvidia/current", lib + "vdpau"]

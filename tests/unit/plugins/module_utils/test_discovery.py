@@ -342,7 +342,11 @@ def test_kernel_version_among_several_library_versions_is_no_mismatch(cos_node):
     (lib64 / "libcuda.so.550.54.15").write_bytes((lib64 / "libcuda.so.535.104.12").read_bytes())
     facts = discovery.discover_node(str(cos_node.root))
     assert facts["driver_version"] == facts["library_version"] == "535.104.12"
-    assert facts["warnings"] == []
+    # No mismatch: the other version's file is only named as left out.
+    assert facts["skipped_libraries"] == [
+        {"path": "/home/kubernetes/bin/nvidia/lib64/libcuda.so.550.54.15", "version": "550.54.15"}]
+    (warning,) = facts["warnings"]
+    assert warning.startswith("not mounting 1 libraries of other driver versions (550.54.15) than 535.104.12")
 
 
 def test_several_library_versions_without_kernel_module_takes_the_newest(fake_node_factory):
