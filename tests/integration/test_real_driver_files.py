@@ -35,8 +35,8 @@ def test_every_real_library_is_listed_with_its_soname(trees, layout, driver_root
     assert got == expected
     # No device nodes in these trees: that is the only warning.
     assert [w for w in facts["warnings"] if not w.startswith("no NVIDIA device nodes")] == []
-    spec = cdi.build_spec(dict(facts, device_nodes=[{"path": "/dev/nvidiactl", "host_path": "/dev/nvidiactl",
-                                                      "major": 195, "minor": 255, "mode": "0666"}]))
+    control = {"path": "/dev/nvidiactl", "host_path": "/dev/nvidiactl", "major": 195, "minor": 255, "mode": "0666"}
+    spec = cdi.build_spec(dict(facts, device_nodes=[control]))
     mounted = {m["hostPath"] for m in spec["containerEdits"]["mounts"]}
     assert set(expected) <= mounted
     hooks = {h["args"][1]: h["args"] for h in spec["containerEdits"]["hooks"]}

@@ -487,7 +487,7 @@ def _debian_alternatives(node, at, multiarch_dir, lib_dir, version):
         os.symlink(alternative, link)
         host_link = "/" + os.path.join(multiarch_dir, sub, name)
         library = next((lib["path"] for lib in node.libraries
-                        if os.path.basename(lib["path"]).startswith(name.split(".so")[0] + ".so.")), None)
+                        if os.path.basename(lib["path"]).startswith(name.split(".so", maxsplit=1)[0] + ".so.")), None)
         if library and name.endswith(".so"):
             node.dev_links.append({"path": host_link, "library": library})
         elif library and sub == "vdpau/":

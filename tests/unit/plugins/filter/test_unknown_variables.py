@@ -47,7 +47,8 @@ def test_the_filter_is_registered():
     ("docker_restart_mdoe", "docker_restart_mode", 1), ("docker_service_state", "docker_service", 6),
 ])
 def test_edit_distance(first, second, distance):
-    assert edit_distance(first, second) == distance == edit_distance(second, first)
+    swapped = {"first": second, "second": first}
+    assert edit_distance(first, second) == distance == edit_distance(**swapped)
 
 
 def test_typos_only_names_near_misses_and_leaves_other_roles_names_alone():
