@@ -7,18 +7,17 @@ Runs the real playbooks and roles against simulated COS nodes (``fakenode.py``),
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import shutil
-import stat
 from pathlib import Path
 
 import pytest
 import toolkit_artifacts
 import yaml
 from ansible_runner import REPO, recap, run_playbook
+from snapshots import snapshot
 
 PLAYBOOKS = REPO / "playbooks"
 ROLES = REPO / "roles"
@@ -26,24 +25,6 @@ TOOLKIT = "/home/kubernetes/bin/nvidia/toolkit"
 CONFIG = "/etc/containerd/config.toml"
 SPEC = "/var/run/cdi/management.nvidia.com-gpu.yaml"
 SYSTEMD_BOOTED = os.path.isdir("/run/systemd/system")
-
-
-def snapshot(root):
-    """Every entry under ``root``: type, mode, owner, size, mtime, device number, link target, content hash."""
-    entries = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            path = os.path.join(dirpath, name)
-            info = os.lstat(path)
-            entry = (stat.S_IFMT(info.st_mode), stat.S_IMODE(info.st_mode), info.st_uid, info.st_gid,
-                     info.st_size, info.st_mtime_ns, info.st_rdev)
-            if stat.S_ISLNK(info.st_mode):
-                entry += (os.readlink(path),)
-            elif stat.S_ISREG(info.st_mode):
-                with open(path, "rb") as handle:
-                    entry += (hashlib.sha256(handle.read()).hexdigest(),)
-            entries[os.path.relpath(path, root)] = entry
-    return entries
 
 
 def changed_entries(before, after):
