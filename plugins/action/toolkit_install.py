@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Controller half of ``toolkit_install``: fetch and check the sources, read them with the one
 source reader (:mod:`...module_utils.toolkit_source`, which the node uses too), send the node one
-compressed tarball with the module's arguments, and run the module on it with ``remote_src``. With ``config``, the toolkit's
-``config.toml`` is edited here as ``toolkit_config`` edits it, and written by the same module run."""
+compressed tarball with the module's arguments, and run the module on it with ``remote_src``.
+With ``config``, the toolkit's ``config.toml`` is edited here as ``toolkit_config`` edits it, and
+written by the same module run."""
 
 from __future__ import annotations
 

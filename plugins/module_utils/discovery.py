@@ -328,6 +328,7 @@ class _Discovery:
         host paths under the driver root as named. Dangling links go to ``self.dangling``; the
         ``libX.so`` links that lead to one of them to ``self.dev_links``; libraries of other driver
         versions, left out, to ``self.skipped``."""
+        self.library_version = version
         wanted = re.compile(r"^lib.+\.so\.%s$" % re.escape(version))
         seen = set()
         found = []
@@ -383,8 +384,10 @@ class _Discovery:
                         vdpau_links.setdefault(self.named(path), real)
                 elif ours and entry.get("type") == "file":
                     add(path, self.on_node(path))
-                elif entry.get("type") == "file" and other_version(name):
-                    skipped.setdefault(self.named(path), other_version(name))
+                elif entry.get("type") == "file":
+                    found_version = other_version(name)
+                    if found_version:
+                        skipped.setdefault(self.named(path), found_version)
         for _name, path in self.ld_cache_entries(self.real_root):
             in_driver = resolve_in_root(self.on_node(self.real_root), path)
             try:
@@ -597,8 +600,7 @@ def discover_node(host_root, driver_root="auto", dev_root="auto", library_search
     node.named_root, node.real_root = root, real_root
     devroot, dev_source, dev_warned = node.resolve_dev_root(dev_root)
     version, version_source, library_version = node.versions()
-    node.library_version = library_version or version
-    libraries = node.libraries(node.library_version)
+    libraries = node.libraries(library_version or version)
     node.library_warnings(libraries)
     loaded = node.kernel_module_loaded()
     device_nodes = node.device_nodes(devroot)

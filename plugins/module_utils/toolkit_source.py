@@ -5,8 +5,9 @@
 
 Both halves use it: the action plugin on the controller, which then sends the node one
 compressed tarball with the module's arguments (:func:`write_payload`), and the module on the
-node, which reads that tarball or, with ``remote_src``, the node's own sources. Python 3 standard library only; a zstd-compressed
-``.deb`` needs the ``zstd`` command and an ``.rpm`` the ``rpm2cpio`` command where it is read.
+node, which reads that tarball or, with ``remote_src``, the node's own sources. Python 3
+standard library only; a zstd-compressed ``.deb`` needs the ``zstd`` command and an ``.rpm`` the
+``rpm2cpio`` command where it is read.
 
 A *tree* maps a member's relative name to ``{"type": "file", "mode", "data" or "path"}``,
 ``{"type": "symlink", "target"}`` or ``{"type": "directory", "mode"}`` (:mod:`node_fs`'s words);

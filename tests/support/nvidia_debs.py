@@ -65,28 +65,32 @@ def download():
     return sorted(debs_dir.glob("*_%s_*.deb" % DEB_VERSION))
 
 
-def _unpacked():
-    tree = CACHE / ("%s-unpacked" % SUITE)
+def _built_once(name, build):
+    """``.cache/nvidia-debs/<suite>-<name>``, made by ``build(tree)`` unless a finished one is there
+    (a tree a killed run left half made is made again)."""
+    tree = CACHE / ("%s-%s" % (SUITE, name))
     if (tree / ".done").exists():
         return tree
     if tree.exists():
         shutil.rmtree(tree)
+    build(tree)
+    (tree / ".done").write_text("")
+    return tree
+
+
+def _unpack(tree):
     tree.mkdir(parents=True)
     for deb in download():
         subprocess.run(["dpkg-deb", "-x", str(deb), str(tree)], check=True)
         if deb.name.startswith("nvidia-alternative_"):
             subprocess.run(["dpkg-deb", "-e", str(deb), str(tree / ".alternative")], check=True)
-    (tree / ".done").write_text("")
-    return tree
 
 
-def debian_tree():
-    """A host_root holding the packages as Debian installs them (driver_root ``/``)."""
-    tree = CACHE / ("%s-debian" % SUITE)
-    if (tree / ".done").exists():
-        return tree
-    if tree.exists():
-        shutil.rmtree(tree)
+def _unpacked():
+    return _built_once("unpacked", _unpack)
+
+
+def _lay_out_debian(tree):
     unpacked = _unpacked()
     # Hard links: the trees share the unpacked files (about 600 MB each as copies); the tests only read them.
     shutil.copytree(unpacked, tree, symlinks=True, ignore=shutil.ignore_patterns(".alternative", ".done"),
@@ -104,17 +108,14 @@ def debian_tree():
         link.parent.mkdir(parents=True, exist_ok=True)
         os.symlink(alternative, link)
     _proc_version(tree)
-    (tree / ".done").write_text("")
-    return tree
 
 
-def cos_tree():
-    """A host_root with the same libraries where GKE keeps them on COS."""
-    tree = CACHE / ("%s-cos" % SUITE)
-    if (tree / ".done").exists():
-        return tree
-    if tree.exists():
-        shutil.rmtree(tree)
+def debian_tree():
+    """A host_root holding the packages as Debian installs them (driver_root ``/``)."""
+    return _built_once("debian", _lay_out_debian)
+
+
+def _lay_out_cos(tree):
     unpacked = _unpacked()
     lib64 = tree / COS_DRIVER_ROOT / "lib64"
     (lib64 / "vdpau").mkdir(parents=True)
@@ -134,8 +135,11 @@ def cos_tree():
     for binary in (unpacked / "usr/lib/nvidia/current").glob("nvidia-smi"):
         os.link(binary, tree / COS_DRIVER_ROOT / "bin" / binary.name)
     _proc_version(tree)
-    (tree / ".done").write_text("")
-    return tree
+
+
+def cos_tree():
+    """A host_root with the same libraries where GKE keeps them on COS."""
+    return _built_once("cos", _lay_out_cos)
 
 
 def _proc_version(tree):
