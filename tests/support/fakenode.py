@@ -36,7 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+# The gcc-built template library is cached in the checkout; from an installed collection that a
+# user cannot write, in the temp dir.
 CACHE = REPO / ".cache" / "fakenode"
+if not os.access(REPO, os.W_OK):
+    CACHE = Path(tempfile.gettempdir()) / ("gpu-node-fakenode-%d" % os.getuid())
 DEFAULT_DRIVER_VERSION = "535.104.12"
 NVIDIA_MAJOR = 195
 UVM_MAJOR = 509
@@ -226,8 +230,12 @@ def _template_library(with_soname=True):
         src.write_text("int fake_driver_symbol(void) { return 0; }\n")
         out = Path(tmp) / "template.so"
         soname = ["-Wl,-soname," + SONAME_PLACEHOLDER] if with_soname else []
-        subprocess.run(["gcc", "-shared", "-fPIC"] + soname + ["-o", str(out), str(src)],
-                       check=True, capture_output=True)
+        try:
+            subprocess.run(["gcc", "-shared", "-fPIC"] + soname + ["-o", str(out), str(src)],
+                           check=True, capture_output=True)
+        except FileNotFoundError:
+            raise SystemExit("gcc is needed to build the simulated driver libraries (real ELF shared objects):"
+                             " install gcc and libc6-dev (Debian, Ubuntu) or gcc and glibc-devel (RHEL)") from None
         os.replace(out, built)
     return built.read_bytes()
 
