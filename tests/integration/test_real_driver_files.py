@@ -9,6 +9,7 @@ from __future__ import annotations
 import posixpath
 import shutil
 
+import cdi_tools
 import nvidia_debs
 import pytest
 from nvidia_debs import BOOKWORM, DRIVER_ROOTS, LAYOUTS, RELEASES, TRIXIE
@@ -202,3 +203,71 @@ def test_per_gpu_spec_carries_the_same_files_as_the_management_spec(trees, relea
     for key in ("mounts", "hooks", "env"):
         assert gpu["containerEdits"][key] == management["containerEdits"][key], key
     assert [d["name"] for d in gpu["devices"]] == ["0", GPU["uuid"], "all"]
+
+
+# A stand-in for nvidia-cdi-hook (not available offline), run by runc as the spec's createContainer hook
+# inside the container's mount namespace before pivot_root: create-symlinks makes each --link TARGET::LINK
+# in the container's root as the real hook does; the other hooks only log their arguments.
+HOOK = """#!/bin/sh
+echo "$@" >> %(log)s
+[ "$1" = create-symlinks ] || exit 0
+shift
+while [ $# -gt 1 ]; do
+    if [ "$1" = --link ]; then
+        target=${2%%%%::*}; link=%(root)s${2#*::}
+        mkdir -p "${link%%/*}" && ln -s "$target" "$link"
+        shift
+    fi
+    shift
+done
+"""
+
+
+@pytest.fixture
+def podman_ready():
+    reason = cdi_tools.podman_missing()
+    if reason:
+        pytest.skip(reason)
+
+
+def podman_mounts(tree, layout):
+    """``(binds, overlays)`` for cdi_tools.podman_run that put the tree's driver at its host paths."""
+    root = DRIVER_ROOTS[layout]
+    if layout == "debian":  # the driver lives in /usr (and its alternatives in /etc) beside the host's files
+        return [], [(tree / "usr", "/usr"), (tree / "etc", "/etc")]
+    if layout == "cos":
+        return [(None, "/home"), (tree / root.lstrip("/"), root)], []
+    return [(tree / root.lstrip("/"), root)], []  # /run is the namespace's own tmpfs already
+
+
+@pytest.mark.parametrize("release, layout", TREES, ids=TREE_IDS)
+def test_podman_sees_every_mount_and_link_of_a_real_spec(trees, tmp_path, podman_ready, release, layout):
+    tree = trees[(release, layout)]
+    workdir = tmp_path / "podman"
+    log = tmp_path / "hook.log"
+    hook = tmp_path / "nvidia-cdi-hook"
+    hook.write_text(HOOK % {"log": log, "root": workdir / "rootfs"})
+    hook.chmod(0o755)
+    facts = facts_of(tree, layout)
+    spec = cdi.build_spec(facts, mode="management", hook_path=str(hook))
+    (tmp_path / "cdi").mkdir()
+    (tmp_path / "cdi" / "management.yaml").write_text(cdi.render(spec, "yaml", facts))
+    mounts, links, _folders = edits(spec)
+    script = ('for p in %s; do [ -f "$p" ] && echo "file $p"; done; '
+              'for p in %s; do [ -L "$p" ] && [ -e "$p" ] && echo "link $p $(readlink "$p")"; done; '
+              'for d in /dev/nvidiactl /dev/nvidia0; do [ -c $d ] && echo "device $d"; done' % (
+                  " ".join(sorted(mounts)), " ".join(sorted(links))))
+    binds, overlays = podman_mounts(tree, layout)
+    proc = cdi_tools.podman_run(tmp_path / "cdi", ["management.nvidia.com/gpu=all"], script, workdir,
+                                binds=binds, overlays=overlays)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    seen = proc.stdout.splitlines()
+    assert sorted(set(mounts) - {line.split()[1] for line in seen if line.startswith("file ")}) == []
+    made = {line.split()[1]: line.split()[2] for line in seen if line.startswith("link ")}
+    assert made == links
+    assert "device /dev/nvidiactl" in seen and "device /dev/nvidia0" in seen
+    # Everything NVIDIA's generator would give the container is there.
+    up_mounts, up_links, _up_folders = upstream_management(release, layout)
+    assert up_mounts <= set(mounts) and {pair.split("::")[1] for pair in up_links} <= set(made)
+    assert [line.split()[0] for line in log.read_text().splitlines()] == [
+        "create-symlinks", "enable-cuda-compat", "update-ldcache"]
