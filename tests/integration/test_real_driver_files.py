@@ -240,8 +240,9 @@ def podman_mounts(tree, layout):
     return [(tree / root.lstrip("/"), root)], []  # /run is the namespace's own tmpfs already
 
 
+@pytest.mark.parametrize("mode, device", [("management", "management.nvidia.com/gpu=all"), ("gpu", "nvidia.com/gpu=0")])
 @pytest.mark.parametrize("release, layout", TREES, ids=TREE_IDS)
-def test_podman_sees_every_mount_and_link_of_a_real_spec(trees, tmp_path, podman_ready, release, layout):
+def test_podman_sees_every_mount_and_link_of_a_real_spec(trees, tmp_path, podman_ready, release, layout, mode, device):
     tree = trees[(release, layout)]
     workdir = tmp_path / "podman"
     log = tmp_path / "hook.log"
@@ -249,16 +250,16 @@ def test_podman_sees_every_mount_and_link_of_a_real_spec(trees, tmp_path, podman
     hook.write_text(HOOK % {"log": log, "root": workdir / "rootfs"})
     hook.chmod(0o755)
     facts = facts_of(tree, layout)
-    spec = cdi.build_spec(facts, mode="management", hook_path=str(hook))
+    spec = cdi.build_spec(facts, mode=mode, hook_path=str(hook))
     (tmp_path / "cdi").mkdir()
-    (tmp_path / "cdi" / "management.yaml").write_text(cdi.render(spec, "yaml", facts))
+    (tmp_path / "cdi" / (mode + ".yaml")).write_text(cdi.render(spec, "yaml", facts))
     mounts, links, _folders = edits(spec)
     script = ('for p in %s; do [ -f "$p" ] && echo "file $p"; done; '
               'for p in %s; do [ -L "$p" ] && [ -e "$p" ] && echo "link $p $(readlink "$p")"; done; '
               'for d in /dev/nvidiactl /dev/nvidia0; do [ -c $d ] && echo "device $d"; done' % (
                   " ".join(sorted(mounts)), " ".join(sorted(links))))
     binds, overlays = podman_mounts(tree, layout)
-    proc = cdi_tools.podman_run(tmp_path / "cdi", ["management.nvidia.com/gpu=all"], script, workdir,
+    proc = cdi_tools.podman_run(tmp_path / "cdi", [device], script, workdir,
                                 binds=binds, overlays=overlays)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     seen = proc.stdout.splitlines()
