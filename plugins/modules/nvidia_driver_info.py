@@ -178,6 +178,10 @@ libraries:
       such as C(usr/lib/x86_64-linux-gnu), where Debian keeps the real files) and in
       C(<driver_root>/etc/ld.so.cache), with their ELF SONAME. Each is the real file (SONAME
       links followed), as a host path under RV(driver_root).
+    - Also the driver's libraries whose file name carries their own version instead of the
+      driver's - the EGL platform libraries (C(libnvidia-egl-wayland.so.1.1.13)) and NvAPI's
+      C(libnvidia-api.so.1), which applications load by that name. NVIDIA's own generator takes
+      C(libnvidia-api.so.1) only with its C(enable-explicit-driver-libraries) feature flag.
   returned: success
   type: list
   elements: dict
@@ -252,7 +256,11 @@ dangling_links:
       description: What the link says it points to.
       type: str
 binaries:
-  description: Host paths of the driver's utilities that exist.
+  description:
+    - Host paths of the driver's utilities that exist, looked for in C(usr/bin), C(bin), C(usr/sbin)
+      and C(sbin) under RV(driver_root), in that order. On a merged-C(/usr) node (C(/bin) a link to
+      C(usr/bin)) that is the C(/usr) path the packages give them (C(/usr/bin/nvidia-smi)), which
+      containers then see too.
   returned: success
   type: list
   elements: str
