@@ -80,6 +80,18 @@ def marks():
     return found
 
 
+def read_ahead_paths(found):
+    """``(files, exist)`` that ``k3s_runtime`` reads on a node where ``found`` (:func:`detect`) is."""
+    files = [paths(d)["config"] for d in DISTRIBUTIONS] + found["templates"] + [found["drop_in"]]
+    exist = marks()
+    for path in found["templates"] + [found["drop_in"]]:
+        parent = posixpath.dirname(path)
+        while parent not in ("/", "") and parent not in exist:
+            exist.append(parent)
+            parent = posixpath.dirname(parent)
+    return files, exist
+
+
 def detect(existing, config_heads):
     """The k3s or RKE2 on a node, or None. ``existing``: the host paths of :func:`marks` that exist;
     ``config_heads``: config path -> its first lines (None when unreadable).
