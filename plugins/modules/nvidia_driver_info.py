@@ -437,12 +437,12 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
     dev_char,
     device_nodes,
     discovery,
-    kube_distro as kd,
     node_fs,
     node_model,
     node_reads,
     procfs,
 )
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import kube_distro as kd
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_config as tc
 
 
