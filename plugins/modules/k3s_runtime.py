@@ -14,11 +14,11 @@ description:
     or C(/var/lib/rancher/rke2/agent/etc/containerd/)) anew at every start, and add the C(nvidia)
     runtimes to it themselves when they find C(nvidia-container-runtime) in C(/usr/local/nvidia/toolkit)
     or C(/usr/bin) (or on their service's C(PATH)). This module never edits that file.
-  - With O(set_as_default), it writes C(default-runtime: nvidia) in a drop-in of their configuration,
+  - With O(set_as_default), it sets C(default-runtime) to C(nvidia) in a drop-in of their configuration,
     C(/etc/rancher/<k3s|rke2>/config.yaml.d/99-gpu-node-container-toolkit.yaml).
   - Only for a runtime they do not add themselves (one of O(runtimes) whose binary is not where they
     look, or with another name) it writes a template beside the config, built on theirs
-    (C({{ template "base" . }}) and the runtime tables after it): C(config.toml.tmpl) where the config
+    (C({{ template "base" . }}) and the runtime tables after it), C(config.toml.tmpl) where the config
     is version 2, C(config-v3.toml.tmpl) where it is version 3 (containerd 2.x). An existing template
     that this module did not write is never changed; the task fails naming it.
   - Both files open with this collection's record (inside a Go template comment in the template, so
@@ -103,8 +103,8 @@ options:
 notes:
   - The facts this module rests on (search paths, template names, the C(config.yaml.d) drop-in) are
     listed with their sources in the collection's C(docs/k3s-rke2.md).
-  - A config of version 1 (k3s releases older than the C(base) template) cannot be given a template:
-    a runtime that needs one is refused there.
+  - A config of version 1 (k3s releases older than the C(base) template) cannot be given a template,
+    so a runtime that needs one is refused there.
 seealso:
   - module: gpu_node.container_toolkit.containerd_runtime
 """
