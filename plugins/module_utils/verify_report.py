@@ -90,11 +90,18 @@ def node_findings(results, answered_by_look=None, exec_result=None, stopped=None
                           "containerd loads no CRI plugin (disabled_plugins lists %s): the kubelet and crictl cannot"
                           " use the runtimes; set gpu_node_containerd_enable_cri=true to take it out"
                           % ", ".join(disabled_by)))
+        # k3s/RKE2: the config they generated at their last start must hold the runtimes.
+        not_generated = [item for item in items if item.get("generated_problems")]
+        for item in not_generated:
+            found.append(("%s has not generated the runtimes" % item.get("distribution", "k3s"),
+                          "%s has not generated them into %s (%s): restart %s"
+                          % (item.get("distribution", "k3s"), item.get("path", "its config"),
+                             ", ".join(item["generated_problems"]), item.get("service", "it"))))
         runs = check != "toolkit" or not exec_result or (exec_result.get("rc") or 0) == 0
         if not runs:
             why = str(exec_result.get("stderr") or exec_result.get("msg") or "").strip()
             found.append(("nvidia-ctk does not run", "nvidia-ctk --version does not run: " + why))
-        if failed or not runs or no_cri:
+        if failed or not runs or no_cri or not_generated:
             status = "failed"
         elif found:
             status = "would change"

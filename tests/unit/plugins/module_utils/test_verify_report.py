@@ -87,6 +87,15 @@ def test_containerd_without_cri_fails_the_runtimes_even_with_nothing_to_change()
     assert "disabled_plugins lists cri" in row["details"][0] and "gpu_node_containerd_enable_cri=true" in row["details"][0]
 
 
+def test_a_k3s_config_generated_without_the_runtimes_fails_and_names_the_service():
+    k3s = {"changes": [], "distribution": "k3s", "service": "k3s-agent",
+           "path": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml", "generated_problems": ["runtime nvidia missing"]}
+    row = verify_row(results(runtimes=k3s), "n1", COLUMNS)
+    assert row["runtimes"] == "failed" and row["problems"] == "runtimes: k3s has not generated the runtimes"
+    assert row["details"] == ["runtimes: k3s has not generated them into /var/lib/rancher/k3s/agent/etc/containerd/config.toml"
+                              " (runtime nvidia missing): restart k3s-agent"]
+
+
 def test_a_toolkit_that_does_not_run_fails_the_toolkit():
     row = verify_row(results(), "n1", COLUMNS, exec_result={"rc": 126, "stderr": "Permission denied\n"})
     assert row["toolkit"] == "failed"
