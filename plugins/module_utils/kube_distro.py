@@ -161,8 +161,8 @@ def template_text(version, runtimes, created_dirs):
         key = "%s.%s%s%s" % (table, quote, name, quote)
         body += ["", "[%s]" % key, '  runtime_type = "%s"' % RUNTIME_TYPE, "[%s.options]" % key,
                  '  BinaryName = "%s"' % runtimes[name], "  SystemdCgroup = {{ .SystemdCgroup }}"]
-    head = "{{- /*\n%s\n" % MARK + (ownership.created_line(created_dirs, ownership.REMOVES_OWNED) + "\n"
-                                     if created_dirs else "")
+    record = ownership.created_line(created_dirs, ownership.REMOVES_OWNED) + "\n" if created_dirs else ""
+    head = "{{- /*\n%s\n" % MARK + record
     return ownership.signed(head, "\n".join(body) + "\n")
 
 

@@ -124,8 +124,8 @@ def test_a_regenerated_config_without_the_runtime_is_rolled_back(fake_node_facto
                             kube.restarts, kube.drop_in, kube.drop_in, sys.executable, STAND_IN, kube.node.root,
                             KUBE_CONFIGS / kube.base, kube.drop_in, kube.drop_in))
     ignoring.chmod(0o755)
-    proc, totals = kube.play("site.yml", ok=False, vars={"gpu_node_set_as_default": True,
-                                                          "gpu_node_containerd_restart_command": str(ignoring)})
+    settings = {"gpu_node_set_as_default": True, "gpu_node_containerd_restart_command": str(ignoring)}
+    proc, totals = kube.play("site.yml", ok=False, vars=settings)
     assert totals["failed"] == 1
     assert "default_runtime_name is None, not 'nvidia'" in proc.stdout
     assert "removed /etc/rancher/k3s/config.yaml.d/99-gpu-node-container-toolkit.yaml" in proc.stdout
