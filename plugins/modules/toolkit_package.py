@@ -226,6 +226,10 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_package as tp
 
 
+def fail(module, msg, result):
+    module.fail_json(msg=msg, **{key: value for key, value in result.items() if key != "msg"})
+
+
 def choose_manager(module, node):
     if module.params["manager"] != "auto":
         return module.params["manager"]
@@ -282,7 +286,7 @@ def present(module, node, manager, installed, record_path, result):
             files = tp.repo_files(manager, params["repo_name"], url, params["repo_suite"],
                                   params["repo_components"], params["repo_key"])
     except tp.PackageError as exc:
-        module.fail_json(msg="%s; nothing was changed" % exc, **result)
+        fail(module, "%s; nothing was changed" % exc, result)
     previous, _text = read_record(module, node, record_path)
     # Repository files an earlier run wrote under another name go.
     stale = [entry for entry in (previous or {}).get("files", []) if entry["path"] not in files]
@@ -371,7 +375,7 @@ def main():
                 if method == "package":
                     present(module, node, manager, installed, record_path, result)
     except node_fs.NodeFsError as exc:
-        module.fail_json(msg=str(exc), **result)
+        fail(module, str(exc), result)
     module.exit_json(**result)
 
 

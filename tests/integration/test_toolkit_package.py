@@ -187,3 +187,40 @@ def test_auto_uses_packages_already_installed_and_uninstall_leaves_them(node, tm
     assert toolkit_versions(root) == {name: NEW + "-1" for name in PACKAGES}
     assert not (root / LIST).exists() and not (root / KEYRING).exists() and not (root / RECORD).exists()
     assert (root / CONFIG).exists()
+
+
+def run_gpu_node(node, **role_vars):
+    """The gpu_node role (no driver: CDI off; containerd, restarts left to the user) on the node."""
+    play = [{"hosts": "node", "gather_facts": False, "roles": [{"role": "gpu_node.container_toolkit.gpu_node", "vars": dict({
+        "gpu_node_toolkit_install_method": "package",
+        "gpu_node_toolkit_package_version": OLD + "-1",
+        "gpu_node_toolkit_package_repo_url": apt_node.REPO_URL,
+        "gpu_node_toolkit_package_repo_key": node["key"],
+        "gpu_node_cdi_enabled": False,
+        "gpu_node_container_engines": ["containerd"],
+        "gpu_node_containerd_restart_mode": "none",
+    }, **role_vars)}]}]
+    playbook = node["tmp"] / "site.yml"
+    playbook.write_text(yaml.safe_dump(play, sort_keys=False))
+    proc = run_playbook(playbook, inventory=str(node["inventory"]), env={"ANSIBLE_PIPELINING": "True"})
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    return recap(proc.stdout)["node"]
+
+
+def test_gpu_node_role_points_containerd_and_the_toolkit_at_the_packages_binaries(node):
+    root = node["root"]
+    totals = run_gpu_node(node)
+    assert totals["changed"] > 0
+    assert toolkit_versions(root) == {name: OLD + "-1" for name in PACKAGES}
+    containerd = (root / "etc/containerd/config.toml").read_text()
+    assert 'BinaryName = "/usr/bin/nvidia-container-runtime"' in containerd
+    assert 'BinaryName = "/usr/bin/nvidia-container-runtime.cdi"' in containerd
+    assert "/usr/local/nvidia/toolkit/nvidia-container-runtime" not in containerd
+    assert 'path = "/usr/bin/nvidia-container-cli"' in (root / CONFIG).read_text()
+    assert run_gpu_node(node)["changed"] == 0
+
+    totals = run_gpu_node(node, gpu_node_state="absent")
+    assert totals["changed"] > 0
+    assert toolkit_versions(root) == {}
+    for path in (LIST, KEYRING, RECORD, CONFIG, "etc/containerd/config.toml"):
+        assert not (root / path).exists(), path
