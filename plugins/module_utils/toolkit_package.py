@@ -180,9 +180,9 @@ def choose_method(method, installed):
     if method == "package":
         return "package", "install_method is package"
     if MAIN_PACKAGE in installed:
-        return "existing", ("%s %s is installed from packages: using it (binaries in %s, configuration in %s) "
-                            "rather than laying a second copy beside it" % (MAIN_PACKAGE, installed[MAIN_PACKAGE],
-                                                                           BIN_DIR, CONFIG_PATH))
+        why = ("%s %s is installed from packages: using it (binaries in %s, configuration in %s) rather than "
+               "laying a second copy beside it" % (MAIN_PACKAGE, installed[MAIN_PACKAGE], BIN_DIR, CONFIG_PATH))
+        return "existing", why
     return "files", "no %s package is installed: the toolkit's files are copied" % MAIN_PACKAGE
 
 

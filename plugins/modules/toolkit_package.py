@@ -49,7 +49,7 @@ options:
   method:
     description:
       - V(package) sets up the repository and returns the packages to install.
-      - V(auto) looks only: an install from packages is used as it is, else the file copy is used.
+      - V(auto) looks only; an install from packages is used as it is, else the file copy is used.
     type: str
     choices: [package, auto]
     default: package
@@ -109,7 +109,7 @@ options:
     default: present
 notes:
   - The module holds the node's lock (an C(flock) on O(host_root)) while it reads and writes.
-  - The package manager itself runs on the node's C(/): a package install needs O(host_root=/).
+  - The package manager itself runs on the node's C(/), so a package install needs O(host_root=/).
 seealso:
   - module: gpu_node.container_toolkit.toolkit_install
   - module: ansible.builtin.apt
