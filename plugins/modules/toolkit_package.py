@@ -37,6 +37,9 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
+    details:
+      - In check mode a package that is missing or not at O(version) counts as a change (RV(install)
+        lists it): the package manager cannot preview an install from an index it has not read yet.
   diff_mode:
     support: full
   safe_file_operations:
@@ -303,6 +306,10 @@ def present(module, node, manager, installed, record_path, result):
     if previous is None or not tp.same_record(previous, record):
         write_file(module, node, record_path, tp.render_record(record, record_dirs), 0o644, result)
     install = tp.needs_install(installed, version)
+    if install and module.check_mode:
+        # The package manager cannot preview it (apt reads no repository index in check mode): this
+        # module says the run would change the node.
+        result["changed"] = True
     result.update(packages=tp.package_specs(manager, version), install=install,
                   update_cache=bool(install) or any(c["path"] in files for c in result["changes"]))
 

@@ -128,7 +128,10 @@ def test_install_pinned_then_no_change_upgrade_downgrade_uninstall(node):
         assert result["install"] == []
     assert {p: (root / p).read_bytes() for p in snapshot} == snapshot
 
-    # Upgrade, then downgrade, by the pinned version alone.
+    # Upgrade, then downgrade, by the pinned version alone; check mode first says so and changes nothing.
+    totals, result = run_role(node, check=True, toolkit_package_version=NEW + "-1")
+    assert totals["changed"] > 0 and result["install"] == list(PACKAGES)
+    assert toolkit_versions(root) == {name: OLD + "-1" for name in PACKAGES}
     totals, _result = run_role(node, toolkit_package_version=NEW + "-1")
     assert totals["changed"] > 0
     assert toolkit_versions(root) == {name: NEW + "-1" for name in PACKAGES}
