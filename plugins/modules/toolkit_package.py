@@ -6,7 +6,7 @@
 DOCUMENTATION = r"""
 module: toolkit_package
 short_description: Set up the NVIDIA Container Toolkit's package repository, and find an install from packages
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - The half of installing the toolkit from NVIDIA's packages that is not the package manager's job.
     It reads the package database (dpkg's status file; C(rpm -q) on RPM nodes), writes the repository
