@@ -146,3 +146,17 @@ def dpkg_install(node, debs):
     subprocess.run(["chroot", str(node), "dpkg", "-i"] + names, check=True, capture_output=True,
                    env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
     shutil.rmtree(inside)
+
+
+if __name__ == "__main__":
+    # python tests/support/apt_node.py DIR VERSION...: the signed repository in DIR/repo (its
+    # packages at each VERSION) and its armored public key in DIR/key.asc (the molecule scenario
+    # debian-package puts both on its node).
+    import sys
+
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    armored = make_key(out / "gnupg")
+    build_repo(out / "repo", sys.argv[2:], out / "gnupg")
+    (out / "key.asc").write_text(armored)
+    print(out)
