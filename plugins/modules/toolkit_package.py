@@ -39,7 +39,7 @@ attributes:
     support: full
     details:
       - In check mode a package that is missing or not at O(version) counts as a change (RV(install)
-        lists it): the package manager cannot preview an install from an index it has not read yet.
+        lists it), as the package manager cannot preview an install from an index it has not read yet.
   diff_mode:
     support: full
   safe_file_operations:
