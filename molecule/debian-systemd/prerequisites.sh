@@ -3,7 +3,8 @@
 # scripts/molecule.sh. Idempotent, and quick once its results are cached under .cache/:
 #   - the containers.podman collection (the podman driver's modules and connection), taken from the
 #     PyPI package `ansible`, because Galaxy cannot be reached;
-#   - the node image: a `debootstrap --variant=minbase` Debian 12 tree with systemd, python3 and
+#   - the node image: a `debootstrap --variant=minbase` Debian 12 tree with systemd, python3,
+#     python3-apt (what ansible.builtin.apt needs: the debian-package scenario installs with it) and
 #     Debian's containerd, runc and docker.io (dockerd 20.10), imported into this scenario's podman storage (see podman.sh)
 #     and never pulled from a registry. Its tag is a hash of the recipe below; changing the recipe
 #     builds a new image, and older images and trees are removed. molecule.yml names the image by
@@ -64,7 +65,7 @@ fi
 # --- the node image ----------------------------------------------------------------------------
 suite=bookworm
 mirror=http://deb.debian.org/debian
-packages=systemd,python3,containerd,runc,docker.io
+packages=systemd,python3,python3-apt,containerd,runc,docker.io
 
 # Everything that decides the image's content; its hash is the image's tag.
 build_tree() {

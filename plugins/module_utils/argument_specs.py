@@ -119,6 +119,23 @@ def toolkit_install_config():
     return spec
 
 
+def toolkit_package():
+    return dict(
+        node_argument_spec(),
+        method={"type": "str", "default": "package", "choices": ["package", "auto"]},
+        manager={"type": "str", "default": "auto", "choices": ["auto", "apt", "dnf"]},
+        version={"type": "str", "default": ""},
+        repo={"type": "bool", "default": True},
+        repo_name={"type": "str", "default": "nvidia-container-toolkit"},
+        repo_url={"type": "str", "default": ""},
+        repo_suite={"type": "str", "default": "/"},
+        repo_components={"type": "list", "elements": "str", "default": []},
+        repo_key={"type": "str", "default": "", "no_log": False},
+        record_dir={"type": "str", "default": DEFAULT_INSTALL_DIR},
+        state={"type": "str", "default": "present", "choices": ["present", "absent"]},
+    )
+
+
 def persist_files():
     return dict(
         node_argument_spec(read_ahead=True),

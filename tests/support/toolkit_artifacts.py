@@ -101,9 +101,20 @@ def build_tree(root, version=VERSION, lib_dir=LIB_DIR_DEB, flat=False, only=None
     return root
 
 
-def build_debs(tree, outdir, version=VERSION, compression="xz"):
+# What NVIDIA's packages depend on (their debian/control files), for a repository apt resolves.
+DEPENDS = {
+    "nvidia-container-toolkit": "nvidia-container-toolkit-base (= {v}), libnvidia-container-tools (= {v}), "
+                                "libnvidia-container-tools (<< 2.0.0)",
+    "libnvidia-container-tools": "libnvidia-container1 (= {v}), libnvidia-container1 (<< 2.0.0)",
+}
+# The toolkit's configuration, which nvidia-container-toolkit-base ships as a conffile.
+PACKAGED_CONFIG = "etc/nvidia-container-runtime/config.toml"
+
+
+def build_debs(tree, outdir, version=VERSION, compression="xz", repository=False):
     """The four upstream packages as real ``.deb`` files (``dpkg-deb --build``; NVIDIA's own are
-    xz, Ubuntu's zstd)."""
+    xz, Ubuntu's zstd). ``repository``: as NVIDIA's repository has them, with their dependencies
+    on each other and the base package's ``config.toml`` conffile."""
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     debs = []
@@ -119,6 +130,15 @@ def build_debs(tree, outdir, version=VERSION, compression="xz"):
             Maintainer: test <test@example.com>
             Description: stand-in %s for tests
             """ % (package, version, package)))
+        if repository and package in DEPENDS:
+            with (work / "DEBIAN" / "control").open("a") as control:
+                control.write("Depends: %s\n" % DEPENDS[package].format(v=version + "-1"))
+        if repository and package == "nvidia-container-toolkit-base":
+            config = work / PACKAGED_CONFIG
+            config.parent.mkdir(parents=True)
+            config.write_text("#accept-nvidia-visible-devices-as-volume-mounts = false\n\n[nvidia-container-cli]\n"
+                              "#debug = \"/var/log/nvidia-container-toolkit.log\"\nenvironment = []\n")
+            (work / "DEBIAN" / "conffiles").write_text("/" + PACKAGED_CONFIG + "\n")
         for rel in paths:
             rel = rel.replace("LIB", LIB_DIR_DEB).replace(".so.V", ".so." + version)
             src = Path(tree) / rel
