@@ -62,6 +62,13 @@ def crio_runtime():
     return dict(_engine(crio.DEFAULT_PATH), config_path={"type": "str", "default": crio.DEFAULT_CONFIG})
 
 
+def k3s_runtime():
+    spec = _engine(DEFAULT_INSTALL_DIR)
+    del spec["path"]
+    spec["distribution"] = {"type": "str", "default": "auto", "choices": ["auto", "k3s", "rke2"]}
+    return spec
+
+
 def toolkit_config():
     return dict(
         node_argument_spec(read_ahead=True),

@@ -25,7 +25,8 @@ BINARY_NAMES = (
     "nvidia-cuda-mps-control",
     "nvidia-cuda-mps-server",
 )
-BINARY_DIRS = ("bin", "usr/bin", "sbin", "usr/sbin")
+# /usr first: on a merged-/usr node (/bin a link to usr/bin) the binaries keep the path their packages give them.
+BINARY_DIRS = ("usr/bin", "bin", "usr/sbin", "sbin")
 FIRMWARE_DIRS = ("lib/firmware/nvidia", "usr/lib/firmware/nvidia", "firmware/nvidia")
 # (dir relative to driver_root, file glob); COS keeps the Vulkan files directly under driver_root.
 CONFIG_FILE_GLOBS = tuple(
@@ -41,8 +42,11 @@ IPC_SOCKETS = (
 )
 IPC_DIRS = ("/tmp/nvidia-mps",)
 DEVICE_GLOBS = node_model.DEVICE_GLOBS
-# NVIDIA libraries that carry their own version rather than the driver's.
-EXTRA_LIBRARY_RE = re.compile(r"^libnvidia-egl-(wayland|gbm|xcb|xlib)\.so\.\d+(\.\d+)*$")
+# NVIDIA libraries whose file name carries their own version rather than the driver's: the EGL
+# platform libraries, and NvAPI's libnvidia-api.so.1, which the driver ships beside the others and
+# which applications dlopen by that name (NVIDIA's generator mounts it only with its
+# enable-explicit-driver-libraries feature flag; here it is always mounted).
+EXTRA_LIBRARY_RE = re.compile(r"^(libnvidia-egl-(wayland|gbm|xcb|xlib)\.so\.\d+(\.\d+)*|libnvidia-api\.so\.1)$")
 # Names of the driver's libraries and their links (libcuda.so.1, libnvidia-ml.so, libGLX_nvidia.so.0).
 NVIDIA_LIBRARY_NAME_RE = re.compile(r"^(libcuda|libnv[\w-]*|lib\w*_nvidia)\.so(\.\d+)*$")
 VERSION_SUFFIX_RE = re.compile(r"^\d+\.\d+(\.\d+)?$")

@@ -31,9 +31,21 @@ description:
     the container too, to the library's container path, since C(libvdpau) loads its drivers from
     C(vdpau/) by path.
   - Where this differs from NVIDIA's generator on purpose, it adds - Vulkan, EGL and
-    application-profile files, the GSP firmware of COS's C(firmware/), and Debian's
-    C(vdpau/libvdpau_nvidia.so.1) link - and leaves out libraries of another driver version than the
-    one used (M(gpu_node.container_toolkit.nvidia_driver_info)'s C(skipped_libraries), with a warning).
+    application-profile files (in both modes; NVIDIA's management spec has none), the GSP firmware of
+    COS's C(firmware/), Debian's C(vdpau/libvdpau_nvidia.so.1) link and C(vdpau/) folder, NvAPI's
+    C(libnvidia-api.so.1), and each library's SONAME link even where the host lacks it (NVIDIA's
+    generator makes SONAME and C(libX.so) links only where the host has them beside the library) -
+    and leaves out libraries of another driver version than the one used
+    (M(gpu_node.container_toolkit.nvidia_driver_info)'s C(skipped_libraries), with a warning).
+  - C(libGLX_indirect.so.0) points at the SONAME C(libGLX_nvidia.so.0), not at the versioned file as
+    in NVIDIA's generator - the same library, through its SONAME link, as libglvnd's own links do.
+  - Container paths are the host paths with the driver root stripped, as NVIDIA's generator makes
+    them. On a merged-C(/usr) node libraries keep their real C(/usr/lib/...) path, binaries their
+    C(/usr/bin) path, and the GSP firmware the kernel's C(/lib/firmware/nvidia/<version>/) path (where
+    NVIDIA's generator looks for it too); on COS the firmware in the driver root's C(firmware/) goes
+    to C(/lib/firmware/), where NVIDIA's generator does not look.
+  - Checked on the real files of Debian's driver packages (535 and 550), laid out as Debian, GKE's COS
+    and NVIDIA's driver container install them, and consumed by podman.
   - The C(cdiVersion) is the lowest version the content needs.
   - YAML specs start with a comment that records the driver version, driver root and device root
     they were built from. After a driver upgrade the file names and hook arguments change, so a

@@ -53,8 +53,9 @@ description:
     O(state=absent) puts back every original line and removes every added one, so a file
     that O(state=present) changed gets its original bytes back, whatever was changed.
   - Files that their owner writes anew at every start (k3s and RKE2 generate C(config.toml) from
-    C(config.toml.tmpl) and head it C(DO NOT EDIT)) are refused with a message saying which file
-    to edit instead. A file that starts with a UTF-8 byte order mark is refused with that reason.
+    C(config.toml.tmpl) and head it C(DO NOT EDIT)) are refused with a message naming
+    M(gpu_node.container_toolkit.k3s_runtime), which gives them the runtimes their way.
+    A file that starts with a UTF-8 byte order mark is refused with that reason.
   - containerd does not reload its config; restart it when RV(restart_required) is true.
 requirements:
   - "On the controller: Python 3.11 or later (the edited text is checked with its C(tomllib)), or

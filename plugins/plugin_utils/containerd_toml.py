@@ -11,8 +11,6 @@ every line it added.
 
 from __future__ import annotations
 
-import posixpath
-
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker
@@ -37,9 +35,9 @@ def _regenerated(text, name):
     head = "\n".join((text or "").splitlines()[:5])
     for marker in cc.REGENERATED_MARKERS:
         if marker in head:
-            template = posixpath.join(posixpath.dirname(name), "config.toml.tmpl")
             return ("%s says %r: its owner (k3s, RKE2) writes it anew at every start, so an edit would be lost. "
-                    "Copy it to %s, which that owner reads instead, and set path to that file" % (name, marker, template))
+                    "Use gpu_node.container_toolkit.k3s_runtime, which gives them the runtimes their way (the gpu_node "
+                    "and containerd roles do where the look at the node finds them)" % (name, marker))
     return None
 
 

@@ -22,7 +22,7 @@ import time
 import dockerd
 import pytest
 import toolkit_artifacts
-from ansible_runner import REPO, recap, run_playbook
+from ansible_runner import REPO, recap, run_playbook, verify_output
 from node_tree import differences, listing
 
 PLAYBOOKS = REPO / "playbooks"
@@ -155,8 +155,10 @@ def test_docker_host_provisioned_verified_and_given_back(docker_node):
 
     proc, verified = host.play("verify.yml")
     assert verified["failed"] == 0 and host.restarts() == 1
-    row = [line for line in proc.stdout.splitlines() if "(item=docker-node " in line]
-    assert len(row) == 1 and row[0].split()[-5:] == ["ok", "ok", "ok", "ok", "none)"], proc.stdout[-3000:]
+    table, details = verify_output(proc.stdout)
+    row = [line for line in table if line.startswith("docker-node ")]
+    assert len(row) == 1 and row[0].split()[-6:] == ["ok", "ok", "ok", "ok", "-", "none"], proc.stdout[-3000:]
+    assert details == [] and verified["changed"] == 0
 
     _proc, removed = host.play("uninstall.yml")
     assert removed["changed"] > 0 and host.restarts() == 2

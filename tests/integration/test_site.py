@@ -97,7 +97,7 @@ def test_verify_reports_an_unprovisioned_node(cos_site):
     assert proc.returncode == 2, proc.stdout[-3000:]
     assert "runtimes: would change" in proc.stdout
     assert "CDI specs: would change /var/run/cdi/management.nvidia.com-gpu.yaml: missing" in proc.stdout
-    assert "device nodes: would change: missing /dev/nvidiactl" in proc.stdout
+    assert "device nodes: would change: created /dev/nvidiactl" in proc.stdout
 
 
 def test_reboot_reapply_script_brings_a_fresh_etc_back(cos_site):

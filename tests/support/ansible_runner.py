@@ -93,3 +93,19 @@ def recap(stdout):
             continue
         totals[host.strip()] = {k: int(v) for k, v in (item.split("=") for item in counts.split())}
     return totals
+
+
+def verify_output(stdout):
+    """``(table, details)``: the fleet table's lines (header first, a node a line) and the problem
+    lines under it, from verify.yml's "Fleet table" task as the default stdout callback prints it."""
+    lines = stdout.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("TASK [Fleet table]")))
+    opening = next(index for index in range(start + 1, len(lines)) if lines[index].startswith("ok: ["))
+    body = ["{"]
+    for line in lines[opening + 1:]:
+        body.append(line)
+        if line == "}":
+            break
+    printed = json.loads("\n".join(body))["msg"]
+    blank = printed.index("") if "" in printed else len(printed)
+    return printed[:blank], printed[blank + 1:]

@@ -117,27 +117,29 @@ def busybox_rootfs(path):
     return path
 
 
-def podman_run(spec_dir, devices, script, workdir, binds=()):
+def podman_run(spec_dir, devices, script, workdir, binds=(), overlays=()):
     """Run ``sh -c script`` in a busybox container with ``--device`` for each CDI name.
 
     podman 4.3 reads specs only from /etc/cdi and /var/run/cdi, so it runs inside a private mount
     namespace with a tmpfs on /run and ``spec_dir`` bind-mounted at /run/cdi. ``binds`` are
     ``(source, target)`` pairs mounted in that namespace first, in order: a directory is
     bind-mounted, None mounts a tmpfs (so the real host's tree stays untouched). Used to put a
-    fake node's driver tree at its host path, so that the spec's hostPaths exist. Returns the
-    CompletedProcess.
+    fake node's driver tree at its host path, so that the spec's hostPaths exist. ``overlays`` are
+    ``(directory, target)`` pairs mounted after them: a read-only overlay of ``directory`` over the
+    host's ``target`` (a driver installed at ``/usr`` shown beside the host's own files, which podman
+    and runc need). Returns the CompletedProcess.
     """
     workdir = Path(workdir)
     rootfs = busybox_rootfs(workdir / "rootfs")
     # podman refuses a runroot longer than 50 characters: keep its storage under a short path.
     storage = Path(tempfile.mkdtemp(prefix="cdi-podman-", dir="/tmp"))
     try:
-        return _podman_run(spec_dir, devices, script, workdir, rootfs, storage, binds)
+        return _podman_run(spec_dir, devices, script, workdir, rootfs, storage, binds, overlays)
     finally:
         shutil.rmtree(storage, ignore_errors=True)
 
 
-def _podman_run(spec_dir, devices, script, workdir, rootfs, storage, binds):
+def _podman_run(spec_dir, devices, script, workdir, rootfs, storage, binds, overlays):
     lines = ["set -e", "mount -t tmpfs tmpfs /run", "mkdir -p /run/cdi /run/podman",
              "mount --bind %s /run/cdi" % _q(spec_dir)]
     for source, target in binds:
@@ -145,6 +147,8 @@ def _podman_run(spec_dir, devices, script, workdir, rootfs, storage, binds):
             lines.append("mount -t tmpfs tmpfs %s" % _q(target))
         else:
             lines.append("mkdir -p %s && mount --bind %s %s" % (_q(target), _q(source), _q(target)))
+    for directory, target in overlays:
+        lines.append("mount -t overlay overlay -o %s %s" % (_q("lowerdir=%s:%s" % (directory, target)), _q(target)))
     cmd = [
         "podman", "--root", str(storage / "root"), "--runroot", str(storage / "runroot"),
         "--tmpdir", str(storage / "tmp"), "--storage-driver", "vfs", "--cgroup-manager", "cgroupfs",

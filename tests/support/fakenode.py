@@ -35,8 +35,14 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import fake_k3s
+
 REPO = Path(__file__).resolve().parents[2]
+# The gcc-built template library is cached in the checkout; from an installed collection that a
+# user cannot write, in the temp dir.
 CACHE = REPO / ".cache" / "fakenode"
+if not os.access(REPO, os.W_OK):
+    CACHE = Path(tempfile.gettempdir()) / ("gpu-node-fakenode-%d" % os.getuid())
 DEFAULT_DRIVER_VERSION = "535.104.12"
 NVIDIA_MAJOR = 195
 UVM_MAJOR = 509
@@ -226,8 +232,12 @@ def _template_library(with_soname=True):
         src.write_text("int fake_driver_symbol(void) { return 0; }\n")
         out = Path(tmp) / "template.so"
         soname = ["-Wl,-soname," + SONAME_PLACEHOLDER] if with_soname else []
-        subprocess.run(["gcc", "-shared", "-fPIC"] + soname + ["-o", str(out), str(src)],
-                       check=True, capture_output=True)
+        try:
+            subprocess.run(["gcc", "-shared", "-fPIC"] + soname + ["-o", str(out), str(src)],
+                           check=True, capture_output=True)
+        except FileNotFoundError:
+            raise SystemExit("gcc is needed to build the simulated driver libraries (real ELF shared objects):"
+                             " install gcc and libc6-dev (Debian, Ubuntu) or gcc and glibc-devel (RHEL)") from None
         os.replace(out, built)
     return built.read_bytes()
 
@@ -494,6 +504,25 @@ def _debian_alternatives(node, at, multiarch_dir, lib_dir, version):
             node.vdpau_links.append({"path": host_link, "library": library})
 
 
+KUBE_CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "containerd" / "kube"
+KUBE_UNITS = {"k3s": "k3s", "k3s-agent": "k3s", "rke2-server": "rke2", "rke2-agent": "rke2"}
+
+
+def add_kube(node, service="k3s", config="01-k3s-v2.toml", enabled=True):
+    """Make ``node`` a k3s or RKE2 node: the systemd unit ``service`` (one of KUBE_UNITS), enabled,
+    and the containerd config they generated at their last start (``config``: one of
+    tests/fixtures/containerd/kube, which fake_k3s.start writes again at each stand-in restart)."""
+    distribution = KUBE_UNITS[service]
+    unit = node.node_path("/etc/systemd/system/%s.service" % service)
+    _write(unit, "[Unit]\nDescription=stand-in for %s\n[Service]\nExecStart=/usr/local/bin/%s\n" % (service, distribution))
+    if enabled:
+        wants = node.node_path("/etc/systemd/system/multi-user.target.wants/%s.service" % service)
+        wants.parent.mkdir(parents=True, exist_ok=True)
+        wants.symlink_to("/etc/systemd/system/%s.service" % service)
+    fake_k3s.start(str(node.root), distribution, str(KUBE_CONFIGS / config))
+    return node.node_path("/var/lib/rancher/%s/agent/etc/containerd/config.toml" % distribution)
+
+
 def upgrade_driver(node, version):
     """Put driver ``version`` on ``node`` as a driver upgrade does: the driver root's files are
     those of the new version (the old versioned libraries, binaries and firmware gone), and the
@@ -586,6 +615,9 @@ def main(argv=None):
     parser.add_argument("--extra-libraries", type=int, default=0)
     parser.add_argument("--missing", action="append", default=[], help="leave this out (repeatable)")
     parser.add_argument("--fresh", action="store_true", help="remove ROOT first")
+    parser.add_argument("--kube", choices=sorted(KUBE_UNITS), help="make it a k3s/RKE2 node with this service")
+    parser.add_argument("--kube-config", default="01-k3s-v2.toml",
+                        help="the config they generated (one of tests/fixtures/containerd/kube)")
     args = parser.parse_args(argv)
     if args.fresh and os.path.exists(args.root):
         shutil.rmtree(args.root)
@@ -593,6 +625,8 @@ def main(argv=None):
         parser.error("device nodes are made with mknod: run as root")
     node = build_node(args.root, args.layout, args.driver_version, args.gpus, args.mig,
                       args.extra_libraries, args.missing)
+    if args.kube:
+        add_kube(node, args.kube, args.kube_config)
     json.dump(node.summary(), sys.stdout, indent=2)
     sys.stdout.write("\n")
 

@@ -61,9 +61,30 @@ def first(lines, pattern):
 
 
 def example_inventory():
-    blocks = code_blocks(section("On your inventory"), "yaml")
-    assert len(blocks) == 1, "expected one YAML inventory in 'On your inventory', found %d" % len(blocks)
+    blocks = [block for block in code_blocks(section("On your inventory"), "yaml") if block.startswith("# inventory.yml\n")]
+    assert len(blocks) == 1, "expected one YAML inventory.yml in 'On your inventory', found %d" % len(blocks)
     return blocks[0]
+
+
+def test_the_simulated_nodes_inventory_builds_provisions_and_verifies_with_the_playbooks_it_names():
+    """The "Try it on simulated nodes" inventory: every host has what simulated_node needs (an absolute
+    gpu_node_host_root), a layout and missing items the playbook accepts, and the commands name playbooks
+    the collection has."""
+    blocks = [block for block in code_blocks(section("On your inventory"), "yaml") if block.startswith("# simulated.yml\n")]
+    assert len(blocks) == 1
+    hosts = hosts_and_vars(yaml.safe_load(blocks[0])["gpu_workers"])
+    playbook = (REPO / "playbooks" / "simulated_node.yml").read_text()
+    assert sorted(hosts) == ["sim-cos-1", "sim-ubuntu-1"]
+    for host_vars in hosts.values():
+        assert host_vars["gpu_node_host_root"].startswith("/") and host_vars["ansible_connection"] == "local"
+        assert host_vars["gpu_node_containerd_restart_mode"] == "none"
+        assert host_vars.get("simulated_node_layout", "cos") in ("cos", "ubuntu")
+        for item in host_vars.get("simulated_node_missing", []):
+            assert item in playbook.split("simulated_node_missing", 1)[1].split("simulated_node_fresh", 1)[0], item
+    commands = [line for line in code_blocks(section("On your inventory"), "sh") if "simulated.yml" in line]
+    assert commands, "no command uses simulated.yml"
+    for name in re.findall(r"gpu_node\.container_toolkit\.(\w+)", "\n".join(commands)):
+        assert (REPO / "playbooks" / (name + ".yml")).is_file(), name
 
 
 def hosts_and_vars(group, inherited=None):

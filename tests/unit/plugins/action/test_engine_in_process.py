@@ -13,7 +13,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.modules import command, file, find
 from module_runner import run_module
 
-from ansible_collections.gpu_node.container_toolkit.plugins.action import containerd_runtime, crio_runtime, docker_runtime
+from ansible_collections.gpu_node.container_toolkit.plugins.action import containerd_runtime, crio_runtime, docker_runtime, k3s_runtime
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import argument_specs, ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import node_file_write, node_files_info
 
@@ -28,6 +28,7 @@ ACTIONS = {
     "containerd_runtime": (containerd_runtime.ActionModule, argument_specs.containerd_runtime),
     "docker_runtime": (docker_runtime.ActionModule, argument_specs.docker_runtime),
     "crio_runtime": (crio_runtime.ActionModule, argument_specs.crio_runtime),
+    "k3s_runtime": (k3s_runtime.ActionModule, argument_specs.k3s_runtime),
 }
 
 
@@ -105,10 +106,42 @@ def test_crio_keeps_a_hand_changed_drop_in_whatever_backup_says(tmp_path, monkey
                                 "it; a copy of it as it was is at /etc/crio/" + copy.name]
 
 
+def test_k3s_files_come_and_go_with_their_directories_and_a_hand_changed_one_is_kept(tmp_path, monkeypatch):
+    root = str(tmp_path)
+    config = tmp_path / "var/lib/rancher/rke2/agent/etc/containerd/config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  snapshotter = "overlayfs"\n')
+    settings = {"host_root": root, "set_as_default": True, "install_dir": "/opt/nvidia/toolkit", "backup": True}
+    check = converge(monkeypatch, "k3s_runtime", settings, check=True, diff=True)
+    assert check["changed"] and check["distribution"] == "rke2" and check["service"] == "rke2-server"
+    assert not (tmp_path / "etc").exists() and len(check["diff"]) == 2
+    made = converge(monkeypatch, "k3s_runtime", settings)
+    drop_in = tmp_path / "etc/rancher/rke2/config.yaml.d/99-gpu-node-container-toolkit.yaml"
+    template = config.parent / "config.toml.tmpl"
+    assert made["restart_required"] and made["extra_runtimes"] == ["nvidia"] and made["template"] == "/" + str(
+        template.relative_to(tmp_path))
+    assert made["backup_files"] == {"/etc/rancher/rke2/config.yaml.d/99-gpu-node-container-toolkit.yaml": None,
+                                    "/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl": None}
+    # Not restarted yet: the generated config says nothing of them.
+    assert made["generated_problems"] == ["runtime nvidia is missing", "default_runtime_name is None, not 'nvidia'"]
+    assert not made["generated_ok"]
+    again = converge(monkeypatch, "k3s_runtime", settings)
+    assert not again["changed"] and not again["restart_required"]
+    drop_in.write_text(drop_in.read_text().replace("nvidia", "crun"))
+    gone = converge(monkeypatch, "k3s_runtime", {"host_root": root, "state": "absent"})
+    assert [w for w in gone["warnings"] if "changed by hand" in w]
+    assert not drop_in.exists() and not template.exists()
+    # The copy stays beside the drop-in (k3s/RKE2 read only *.yaml there), so its directory stays too.
+    assert gone["removed_dirs"] == []
+    assert "directory /etc/rancher/rke2/config.yaml.d: created by this module (kept: not empty)" in gone["changes"]
+    [copy] = (tmp_path / "etc/rancher/rke2/config.yaml.d").glob("99-gpu-node-container-toolkit.yaml.*~")
+    assert "default-runtime: crun" in copy.read_text()
+
+
 @pytest.mark.parametrize("name", sorted(ACTIONS))
 def test_a_run_that_changes_nothing_writes_nothing_and_restarts_nothing(tmp_path, monkeypatch, name):
     root = str(tmp_path)
-    extra = {"config_version": "2"} if name == "containerd_runtime" else {}
+    extra = {"containerd_runtime": {"config_version": "2"}, "k3s_runtime": {"distribution": "k3s"}}.get(name, {})
     converge(monkeypatch, name, dict(extra, host_root=root))
     again = converge(monkeypatch, name, dict(extra, host_root=root), diff=True)
     assert again["changed"] is False and again["restart_required"] is False and "diff" not in again

@@ -4,7 +4,7 @@ import json
 import os
 
 import pytest
-from fakenode import link_driver_root
+from fakenode import elf_library, link_driver_root
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import discovery, node_fs
 
@@ -395,3 +395,15 @@ def test_device_nodes_behind_an_absolute_link_are_found_inside_host_root(cos_nod
     facts = discovery.discover_node(str(cos_node.root))
     assert facts["device_nodes"] == expected and len(expected) == len(cos_node.device_nodes)
     assert not any("no NVIDIA device nodes" in w for w in facts["warnings"])
+
+
+def test_libnvidia_api_without_a_driver_version_in_its_name_is_taken(cos_node):
+    """NvAPI's libnvidia-api.so.1 ships with every driver but its file name has no driver version; a
+    look-alike with another name is still left out."""
+    lib64 = cos_node.node_path("/home/kubernetes/bin/nvidia/lib64")
+    for name in ("libnvidia-api.so.1", "libnvidia-api.so.2", "libnvidia-apix.so.1"):
+        (lib64 / name).write_bytes(elf_library(name))
+    facts = discovery.discover_node(str(cos_node.root))
+    api = [lib for lib in facts["libraries"] if "libnvidia-api" in lib["path"]]
+    assert api == [{"path": "/home/kubernetes/bin/nvidia/lib64/libnvidia-api.so.1", "soname": "libnvidia-api.so.1"}]
+    assert facts["warnings"] == []

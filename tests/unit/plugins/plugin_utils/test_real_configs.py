@@ -106,7 +106,7 @@ def test_nothing_but_added_and_marked_lines_change(name):
 @pytest.mark.parametrize("name", sorted(REGENERATED))
 def test_regenerated_file_is_refused_and_its_template_is_edited(name):
     text = (REAL / name).read_text()
-    with pytest.raises(cc.ConfigError, match=r"DO NOT EDIT.*config\.toml\.tmpl"):
+    with pytest.raises(cc.ConfigError, match=r"DO NOT EDIT.*k3s_runtime"):
         ct.edit(text, params(), name="/var/lib/rancher/k3s/agent/etc/containerd/config.toml")
     template = "\n".join(line for line in text.split("\n") if "DO NOT EDIT" not in line)
     result = ct.edit(template, params(), name="config.toml.tmpl")
