@@ -197,7 +197,10 @@ record:
   type: str
   sample: /usr/local/nvidia/toolkit/toolkit-package.json
 changes:
-  description: Each path written or removed (or, in check mode, that would be).
+  description:
+    - Each path written or removed (or, in check mode, that would be).
+    - In check mode also each package the package manager would install, upgrade or downgrade, its spec
+      as C(path) and V(installed) as C(action).
   returned: always
   type: list
   elements: dict
@@ -208,7 +211,7 @@ changes:
     action:
       description: What happened to it.
       type: str
-      choices: [created, updated, removed, kept]
+      choices: [created, updated, removed, kept, installed]
   sample:
     - path: /etc/apt/sources.list.d/nvidia-container-toolkit.list
       action: created
@@ -308,8 +311,10 @@ def present(module, node, manager, installed, record_path, result):
     install = tp.needs_install(installed, version)
     if install and module.check_mode:
         # The package manager cannot preview it (apt reads no repository index in check mode): this
-        # module says the run would change the node.
+        # module says the run would change the node, and what.
         result["changed"] = True
+        specs = dict(zip(tp.PACKAGES, tp.package_specs(manager, version)))
+        result["changes"].extend({"path": specs[name], "action": "installed"} for name in install)
     result.update(packages=tp.package_specs(manager, version), install=install,
                   update_cache=bool(install) or any(c["path"] in files for c in result["changes"]))
 

@@ -58,6 +58,7 @@ def test_present_writes_the_repository_once_and_asks_for_the_pinned_packages(tmp
     # Check mode counts the install the package manager cannot preview.
     result, _failed = run(root, check=True, version="1.18.0-1")
     assert result["changed"] and result["install"] == list(tp.PACKAGES)
+    assert result["changes"] == [{"path": "%s=1.18.0-1" % name, "action": "installed"} for name in tp.PACKAGES]
 
 
 def test_absent_removes_its_files_and_keeps_the_record_until_its_packages_are_gone(tmp_path):
