@@ -329,12 +329,17 @@ def remove_file(module, node, entry, result):
         module.warn("%s was changed since this module wrote it; it was kept, remove it by hand if it must go" % path)
         result["changes"].append({"path": path, "action": "kept"})
         return
+    remove_owned(module, node, path, text, entry.get("created_dirs", []), result)
+
+
+def remove_owned(module, node, path, text, created_dirs, result):
+    """Remove a file this module wrote (its text was ``text``), then the directories made for it."""
     if not module.check_mode:
         node.remove(path)
     result["changed"] = True
     result["changes"].append({"path": path, "action": "removed"})
     result["diff"].append(node_fs.text_diff(path, text, path, None))
-    dirs = ownership.removable(path, entry.get("created_dirs", []))
+    dirs = ownership.removable(path, created_dirs)
     if dirs and not module.check_mode:
         for directory in node.remove_empty_dirs(dirs):
             result["changes"].append({"path": directory, "action": "removed"})
@@ -354,15 +359,7 @@ def absent(module, node, installed, record_path, result):
         if new_text != text:
             write_file(module, node, record_path, new_text, 0o644, result)
         return
-    if not module.check_mode:
-        node.remove(record_path)
-    result["changed"] = True
-    result["changes"].append({"path": record_path, "action": "removed"})
-    result["diff"].append(node_fs.text_diff(record_path, text, record_path, None))
-    dirs = ownership.removable(record_path, ownership.dirs_in_document(record))
-    if dirs and not module.check_mode:
-        for directory in node.remove_empty_dirs(dirs):
-            result["changes"].append({"path": directory, "action": "removed"})
+    remove_owned(module, node, record_path, text, ownership.dirs_in_document(record), result)
 
 
 def main():
