@@ -161,14 +161,18 @@ def template_text(version, runtimes, created_dirs):
         key = "%s.%s%s%s" % (table, quote, name, quote)
         body += ["", "[%s]" % key, '  runtime_type = "%s"' % RUNTIME_TYPE, "[%s.options]" % key,
                  '  BinaryName = "%s"' % runtimes[name], "  SystemdCgroup = {{ .SystemdCgroup }}"]
-    record = ownership.created_line(created_dirs, ownership.REMOVES_OWNED) + "\n" if created_dirs else ""
-    head = "{{- /*\n%s\n" % MARK + record
+    head = "{{- /*\n" + _head(created_dirs)
     return ownership.signed(head, "\n".join(body) + "\n")
 
 
 def drop_in_text(default_runtime, created_dirs):
-    head = MARK + "\n" + (ownership.created_line(created_dirs, ownership.REMOVES_OWNED) + "\n" if created_dirs else "")
-    return ownership.signed(head, "default-runtime: %s\n" % default_runtime)
+    return ownership.signed(_head(created_dirs), "default-runtime: %s\n" % default_runtime)
+
+
+def _head(created_dirs):
+    """MARK, then the ownership record when this write creates directories."""
+    record = ownership.created_line(created_dirs, ownership.REMOVES_OWNED) + "\n" if created_dirs else ""
+    return MARK + "\n" + record
 
 
 def is_ours(text):
