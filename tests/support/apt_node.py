@@ -22,6 +22,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import cache_lock
 import toolkit_artifacts
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,6 +41,11 @@ class Unavailable(Exception):
 
 def cached_tree():
     """The debootstrap tree, built unless a finished one is cached."""
+    with cache_lock.held(CACHE):
+        return _built_tree()
+
+
+def _built_tree():
     tree = CACHE / ("%s-%s" % (SUITE, PACKAGES.replace(",", "+")))
     if (tree / "usr" / "lib" / "python3" / "dist-packages" / "apt").is_dir():
         return tree

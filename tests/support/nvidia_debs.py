@@ -19,13 +19,13 @@ unpacked files by hard link:
 from __future__ import annotations
 
 import collections
-import contextlib
-import fcntl
 import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
+
+import cache_lock
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".cache" / "nvidia-debs"
@@ -223,23 +223,10 @@ def _lay_out_container(release, tree):
 BUILDERS = {"debian": _lay_out_debian, "cos": _lay_out_cos, "container": _lay_out_container}
 
 
-@contextlib.contextmanager
-def _cache_lock():
-    """One builder at a time: pytest-xdist's workers all ask for the trees at once, and two of them
-    unpacking into the same directory break each other's tree."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / ".lock", "w", encoding="ascii") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def tree(release, layout):
     """A host_root holding ``release``'s driver files laid out as ``layout`` (one of LAYOUTS), the
     driver root at ``DRIVER_ROOTS[layout]``."""
-    with _cache_lock():
+    with cache_lock.held(CACHE):
         return _built_once(release, layout, BUILDERS[layout])
 
 
