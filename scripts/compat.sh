@@ -12,6 +12,8 @@
 # comes); COMPAT_RUNS="oldest" runs only that one.
 # The venvs are reused: "oldest" while requirements, constraints and test pins are unchanged,
 # the newest ones also only while `pip install --dry-run` finds no newer release of anything in them.
+# COMPAT_COVERED_BY_VENV=1 (set by scripts/test.sh when its pytest stage runs too): a run whose
+# Python and versions are exactly .venv's is prepared and reported but its tests are not run again.
 # COMPAT_NEWEST_PYTHON / COMPAT_PY312_PYTHON / COMPAT_OLDEST_PYTHON name another interpreter for a
 # run (default: scripts/python.sh 3.13, 3.12, 3.11).
 set -uo pipefail
@@ -124,16 +126,21 @@ prepare() {
   echo "$venv"
 }
 
+# resolved PYTHON: its version and those of the controller dependencies, on one line.
+resolved() {
+  "$1" -c 'import importlib.metadata as md, sys
+print("python %s, %s" % (sys.version.split()[0], ", ".join("%s %s" % (n, md.version(n)) for n in ("ansible-core", "tomlkit", "PyYAML", "Jinja2"))))'
+}
+
 # versions VENV RUN: the versions resolved, on one line; for "oldest", fails unless they are the pins.
 versions() {
+  echo "compat $2: $(resolved "$1/bin/python")"
   "$1/bin/python" - "$2" "$constraints" <<'EOF'
 import importlib.metadata as md
 import re
 import sys
 
 run, constraints = sys.argv[1], sys.argv[2]
-found = {name: md.version(name) for name in ("ansible-core", "tomlkit", "PyYAML", "Jinja2")}
-print("compat %s: python %s, %s" % (run, sys.version.split()[0], ", ".join("%s %s" % kv for kv in found.items())))
 if run == "oldest":
     for line in open(constraints, encoding="utf-8"):
         pin = re.match(r"\s*([A-Za-z0-9._-]+)==(\S+)", line)
@@ -164,7 +171,12 @@ for run in "${runs[@]}"; do
   start=$SECONDS
   venv_of[$run]=$(prepare "$run") || { status_of[$run]="venv failed"; failed=1; continue; }
   echo "compat $run: venv ready ($((SECONDS - start)) s)"
-  versions "${venv_of[$run]}" "$run" || { status_of[$run]="wrong versions"; failed=1; unset "venv_of[$run]"; }
+  versions "${venv_of[$run]}" "$run" || { status_of[$run]="wrong versions"; failed=1; unset "venv_of[$run]"; continue; }
+  if [ "${COMPAT_COVERED_BY_VENV:-0}" = 1 ] && [ "$run" != oldest ] &&
+     [ "$(resolved "${venv_of[$run]}/bin/python")" = "$(resolved "$repo/.venv/bin/python")" ]; then
+    status_of[$run]="not run again: the pytest stage ran these tests on .venv, which has exactly these versions"
+    unset "venv_of[$run]"
+  fi
 done
 
 declare -A pid_of log_of

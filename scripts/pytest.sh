@@ -11,7 +11,7 @@ export COVERAGE_FILE="$repo/.cache/coverage"
 python -m pytest tests/unit tests/integration \
   --cov=ansible_collections.gpu_node.container_toolkit.plugins \
   --cov-report=term --cov-report="xml:$repo/.cache/coverage.xml" \
-  -p no:cacheprovider -n "${PYTEST_WORKERS:-auto}" "$@"
+  -p no:cacheprovider -n "${PYTEST_WORKERS:-auto}" --durations=20 "$@"
 rc=$?
 if [ $rc -eq 5 ]; then
   echo "pytest collected no tests: failing" >&2

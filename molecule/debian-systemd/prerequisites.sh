@@ -79,9 +79,10 @@ build_tree() {
     systemd-networkd-wait-online.service apt-daily.timer apt-daily-upgrade.timer; do
     ln -sf /dev/null "$tree/etc/systemd/system/$unit"
   done
-  # dockerd in a container with no network and no overlay mounts: the node's own daemon.json
-  # (indented with four spaces), which uninstall must give back byte for byte.
-  printf '{\n    "bridge": "none",\n    "iptables": false,\n    "storage-driver": "vfs"\n}\n' \
+  # dockerd in a container with no network, a read-only /proc/sys (a fresh network namespace has
+  # ip_forward 0, which dockerd would set to 1 and fails to) and no overlay mounts: the node's own
+  # daemon.json (indented with four spaces), which uninstall must give back byte for byte.
+  printf '{\n    "bridge": "none",\n    "ip-forward": false,\n    "iptables": false,\n    "storage-driver": "vfs"\n}\n' \
     >"$tree/etc/docker/daemon.json"
   [ -e "$tree/etc/systemd/system/multi-user.target.wants/containerd.service" ]
   [ -e "$tree/etc/systemd/system/multi-user.target.wants/docker.service" ]
