@@ -27,6 +27,7 @@ NODES = {"k3s": ("k3s", "01-k3s-v2.toml"), "k3s-extra": ("k3s-agent", "02-k3s-v2
 
 class KubeNode:
     def __init__(self, factory, tmp_path, which):
+        self.name = which
         self.service, self.base = NODES[which]
         self.node = factory("ubuntu")
         self.config = add_kube(self.node, self.service, self.base)
@@ -34,6 +35,8 @@ class KubeNode:
         self.original = self.config.read_bytes()
         self.drop_in = self.node.node_path("/etc/rancher/%s/config.yaml.d/99-gpu-node-container-toolkit.yaml"
                                            % self.distribution)
+        tmp_path = tmp_path / which
+        tmp_path.mkdir(parents=True, exist_ok=True)
         self.restarts = tmp_path / "restarts"
         restart = tmp_path / "restart.sh"
         restart.write_text("#!/bin/sh\nset -e\necho %s >> %s\nexec %s %s %s %s %s\n" % (
@@ -52,55 +55,68 @@ class KubeNode:
         }
 
     def play(self, name, ok=True, **kwargs):
-        inventory = self.tmp_path / "inventory.json"
-        inventory.write_text(json.dumps({"gpu_nodes": {"hosts": {"kube-node": dict(self.variables, **kwargs.pop("vars", {}))}}}))
-        proc = run_playbook(PLAYBOOKS / name, inventory=str(inventory), **kwargs)
-        if ok:
-            assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
-        return proc, recap(proc.stdout)["kube-node"]
+        proc, totals = play_on([self], name, ok=ok, **kwargs)
+        return proc, totals[self.name]
 
     def restart_count(self):
         return len(self.restarts.read_text().splitlines()) if self.restarts.exists() else 0
 
 
-@pytest.mark.parametrize("which", sorted(NODES))
-def test_site_verify_uninstall_on_each_real_generated_config(fake_node_factory, tmp_path, which):
-    kube = KubeNode(fake_node_factory, tmp_path, which)
+def play_on(kubes, name, ok=True, **kwargs):
+    """``name`` on the nodes ``kubes`` at once (one host each); the output and ``{host: totals}``."""
+    extra = kwargs.pop("vars", {})
+    inventory = kubes[0].tmp_path.parent / "inventory.json"
+    inventory.write_text(json.dumps({"gpu_nodes": {"hosts": {
+        kube.name: dict(kube.variables, **extra) for kube in kubes}}}))
+    proc = run_playbook(PLAYBOOKS / name, inventory=str(inventory), **kwargs)
+    if ok:
+        assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    return proc, recap(proc.stdout)
+
+
+def test_site_verify_uninstall_on_each_real_generated_config(fake_node_factory, tmp_path):
+    """The five real generated configs, one host each, through the same plays."""
+    kubes = [KubeNode(fake_node_factory, tmp_path, which) for which in sorted(NODES)]
     default = {"gpu_node_set_as_default": True}
 
     # Check mode with --diff: says what it would do, writes nothing, restarts nothing.
-    proc, totals = kube.play("site.yml", check=True, diff=True, vars=default)
-    assert totals["changed"] > 0
-    assert "default-runtime: nvidia" in proc.stdout
-    assert not kube.drop_in.exists() and kube.restart_count() == 0
-    assert kube.config.read_bytes() == kube.original
+    proc, totals = play_on(kubes, "site.yml", check=True, diff=True, vars=default)
+    assert proc.stdout.count("default-runtime: nvidia") >= len(kubes)
+    for kube in kubes:
+        assert totals[kube.name]["changed"] > 0, kube.name
+        assert not kube.drop_in.exists() and kube.restart_count() == 0, kube.name
+        assert kube.config.read_bytes() == kube.original, kube.name
 
-    _proc, first = kube.play("site.yml", vars=default)
-    assert first["changed"] > 0
-    assert kube.drop_in.read_text().endswith("default-runtime: nvidia\n")
-    # The toolkit is where they look: no template, their config regenerated with the runtime.
-    containerd_dir = kube.config.parent
-    assert not (containerd_dir / "config.toml.tmpl").exists()
-    assert not (containerd_dir / "config-v3.toml.tmpl").exists()
-    assert kube.restart_count() == 1
-    text = kube.config.read_text()
-    assert 'default_runtime_name = "nvidia"' in text
-    assert "nvidia-container-runtime\"" in text
-    # Nothing else on the node took our runtimes: no /etc/containerd was made.
-    assert not kube.node.node_path("/etc/containerd").exists()
+    _proc, first = play_on(kubes, "site.yml", vars=default)
+    for kube in kubes:
+        assert first[kube.name]["changed"] > 0, kube.name
+        assert kube.drop_in.read_text().endswith("default-runtime: nvidia\n"), kube.name
+        # The toolkit is where they look: no template, their config regenerated with the runtime.
+        containerd_dir = kube.config.parent
+        assert not (containerd_dir / "config.toml.tmpl").exists(), kube.name
+        assert not (containerd_dir / "config-v3.toml.tmpl").exists(), kube.name
+        assert kube.restart_count() == 1, kube.name
+        text = kube.config.read_text()
+        assert 'default_runtime_name = "nvidia"' in text, kube.name
+        assert "nvidia-container-runtime\"" in text, kube.name
+        # Nothing else on the node took our runtimes: no /etc/containerd was made.
+        assert not kube.node.node_path("/etc/containerd").exists(), kube.name
 
-    _proc, second = kube.play("site.yml", vars=default)
-    assert second["changed"] == 0 and kube.restart_count() == 1
+    _proc, second = play_on(kubes, "site.yml", vars=default)
+    for kube in kubes:
+        assert second[kube.name]["changed"] == 0 and kube.restart_count() == 1, kube.name
 
-    verify, _totals = kube.play("verify.yml", vars=default)
+    verify, _totals = play_on(kubes, "verify.yml", vars=default)
     assert "would change" not in verify.stdout, verify.stdout[-4000:]
-    assert kube.service in verify.stdout
+    for kube in kubes:
+        assert kube.service in verify.stdout, kube.name
 
-    _proc, removed = kube.play("uninstall.yml")
-    assert removed["changed"] > 0
-    assert not kube.drop_in.exists()
-    assert not kube.node.node_path("/etc/rancher").exists()
-    assert kube.config.read_bytes() == kube.original
+    _proc, removed = play_on(kubes, "uninstall.yml")
+    for kube in kubes:
+        assert removed[kube.name]["changed"] > 0, kube.name
+        assert not kube.drop_in.exists(), kube.name
+        assert not kube.node.node_path("/etc/rancher").exists(), kube.name
+        assert kube.config.read_bytes() == kube.original, kube.name
 
 
 def test_default_runtime_off_again_removes_the_drop_in_and_restarts(fake_node_factory, tmp_path):
