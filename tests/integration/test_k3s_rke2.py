@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sys
 
-import pytest
 import toolkit_artifacts
 from ansible_runner import REPO, recap, run_playbook
 from fakenode import KUBE_CONFIGS, add_kube
