@@ -5,7 +5,8 @@
 source reader (:mod:`...module_utils.toolkit_source`, which the node uses too), send the node one
 compressed tarball with the module's arguments, and run the module on it with ``remote_src``.
 With ``config``, the toolkit's ``config.toml`` is edited here as ``toolkit_config`` edits it, and
-written by the same module run."""
+written by the same module run. When the look at the node read the install ahead and it is in
+place, with its config, no module runs at all."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from ansible.module_utils.urls import open_url
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import (
     argument_specs,
+    mounts,
     node_model,
+    node_reads,
     toolkit_layout,
     toolkit_source,
 )
@@ -139,6 +142,9 @@ class ActionModule(NodeActionBase):
             shutil.rmtree(workdir, ignore_errors=True)
         module_args = dict(args, remote_src=True)
         module_args.pop("checksum", None)
+        in_place = None if args.get("config_write") else self._in_place(tree, args, read_ahead)
+        if in_place is not None:
+            return in_place
         expected, missing = self._expected_if_listed(tree, args, read_ahead)
         if expected is not None:
             result = self.run_module(MODULE, dict(module_args, src=[], expected=expected), task_vars)
@@ -152,6 +158,52 @@ class ActionModule(NodeActionBase):
         # own, on every connection and strategy (pipelining, SFTP, Mitogen).
         payload = toolkit_source.write_payload(tree)
         return self.run_module(MODULE, dict(module_args, src=[], payload=payload), task_vars)
+
+    @staticmethod
+    def _in_place(tree, args, read_ahead):
+        """The module's result for an install the look read ahead and found exactly in place, on a
+        writable exec mount; None whenever the node has to be asked (anything to change, anything
+        not read ahead or not as expected): the module then decides, and says why, as before."""
+        if not read_ahead:
+            return None
+        ahead, host_root = ReadAhead(read_ahead), args["host_root"]
+        install_dir = node_model.normalize_host_path(args["install_dir"])
+        observed = ahead.install(host_root, install_dir)
+        known, manifest_data = ahead.data(host_root, posixpath.join(install_dir, toolkit_layout.MANIFEST_NAME))
+        table_known, table = ahead.data(host_root, node_reads.MOUNTINFO)
+        if observed is None or not known or manifest_data is None or not table_known or table is None:
+            return None
+        target = observed["resolved"]
+        manifest_text = manifest_data.decode("utf-8", "replace")
+        try:
+            manifest = toolkit_layout.parse_manifest(manifest_text)
+            mount, _path = mounts.locate(mounts.parse_mountinfo(table.decode("utf-8", "replace")), host_root, target)
+        except (ValueError, mounts.MountinfoError):
+            return None
+        if mount is not None and (mounts.is_read_only(mount) or mounts.is_noexec(mount)):
+            return None
+        config_path = args["config_path"]
+        entries, missing = toolkit_layout.wanted_install(
+            tree, install_dir, args["low_level_runtime"],
+            node_model.normalize_host_path(config_path) if config_path else None, toolkit_source.read_member)
+        if entries is None:
+            return None
+        current = {name: observed["entries"].get(name) for name in set(entries) | set(manifest["files"])}
+        decided = toolkit_layout.present_plan(entries, current, manifest, manifest_text, install_dir, target,
+                                              observed["missing_dirs"], (0, 0) if observed["euid"] == 0 else None)
+        if decided["changes"] or decided["steps"]["conflicts"]:
+            return None
+        result = dict(toolkit_layout.present_result(install_dir, target, entries, decided, True),
+                      install_dir=install_dir, missing=missing)
+        warnings = [toolkit_layout.missing_warning(missing)] if missing else []
+        writable = toolkit_layout.writable_warning(install_dir, observed["dir"]["mode"])
+        if writable:
+            warnings.append(writable)
+        if mount is not None:
+            result["mount"] = {"mount_point": mount["mount_point"], "options": mount["options"]}
+        if warnings:
+            result["warnings"] = warnings
+        return result
 
     @staticmethod
     def _expected_if_listed(tree, args, read_ahead):

@@ -55,7 +55,8 @@ def read_ahead_paths(install_dirs, containerd_configs=(), docker_config=None):
     for path in files:
         if path not in unique:
             unique.append(path)
-    return {"files": unique, "trees": [posixpath.join(d, PERSIST_DIR) for d in dirs] + list(CDI_SPEC_DIRS)}
+    return {"files": unique, "trees": [posixpath.join(d, PERSIST_DIR) for d in dirs] + list(CDI_SPEC_DIRS),
+            "installs": dirs}
 
 
 def restart_problem(engine, mode, command="", systemd_running=False, variables="", host="the node"):

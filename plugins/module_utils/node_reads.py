@@ -10,17 +10,22 @@ at the node that starts it). The action plugins take either (``plugin_utils.node
 - a file: ``{"path", "resolved", "exists", "isdir", "content" (base64), "error"}``, symlinks
   resolved inside ``host_root``;
 - a tree: every regular file under a directory, ``{relative name: {"content", "mode"}}``, links not
-  followed and the temporary files of killed runs left out, as ``persist_files`` sees its directory.
+  followed and the temporary files of killed runs left out, as ``persist_files`` sees its directory;
+- an install: what ``toolkit_install`` observes of its directory to decide (each entry's type,
+  mode, owner, link target and the SHA-256 of a file; the directories it would create; the euid),
+  with ``/proc/self/mountinfo`` read as a file, so that a toolkit in place needs no module run.
 """
 
 from __future__ import annotations
 
 import base64
+import os
 import posixpath
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_fs, node_model
 
 MAX_SIZE = 16 * 1024 * 1024
+MOUNTINFO = "/proc/self/mountinfo"
 
 
 def read_file(node, host_path, max_size=MAX_SIZE):
@@ -110,11 +115,34 @@ def read_tree(node, host_dir):
     return entry
 
 
-def read_ahead(node, files=(), trees=(), exist=()):
+def observe_install(node, host_dir):
+    """The ``installs`` entry for ``host_dir``: ``{"resolved", "dir", "entries", "missing_dirs",
+    "euid"}``; ``dir`` is what is at the resolved path (None: nothing), ``entries`` every name in it
+    (temporary files of killed runs left out) observed with its digest. An ``error`` replaces them
+    when the path cannot be resolved."""
+    try:
+        resolved = node.resolve(host_dir)
+    except node_fs.NodeFsError as exc:
+        return {"resolved": host_dir, "error": str(exc)}
+    found = node.observe(resolved)
+    entries = {}
+    if found is not None and found["type"] == "directory":
+        for name in node.list_dir(resolved):
+            if not node_fs.TEMP_NAME.match(name):
+                entries[name] = node.observe(posixpath.join(resolved, name), digest=True)
+    return {"resolved": resolved, "dir": found, "entries": entries, "missing_dirs": node.missing_dirs(resolved),
+            "euid": os.geteuid()}
+
+
+def read_ahead(node, files=(), trees=(), exist=(), installs=()):
     """What ``nvidia_driver_info`` returns as ``read_ahead``: each of ``files`` read, each of
-    ``trees`` listed, and which of ``exist`` and of the directories above ``files`` exist
-    (``checked`` names every path whose existence was asked, ``existing`` those that exist)."""
+    ``trees`` listed, each of ``installs`` observed (and the mount table read), and which of
+    ``exist`` and of the directories above ``files`` exist (``checked`` names every path whose
+    existence was asked, ``existing`` those that exist)."""
+    installs = [node_model.normalize_host_path(d) for d in installs]
     wanted = [node_model.normalize_host_path(p) for p in files]
+    if installs and MOUNTINFO not in wanted:
+        wanted.append(MOUNTINFO)
     checked = []
     for host_path in list(exist) + [d for p in wanted for d in _parents(p)]:
         host_path = node_model.normalize_host_path(host_path)
@@ -123,6 +151,7 @@ def read_ahead(node, files=(), trees=(), exist=()):
     return {
         "files": [read_file(node, p) for p in wanted],
         "trees": {node_model.normalize_host_path(d): read_tree(node, node_model.normalize_host_path(d)) for d in trees},
+        "installs": {d: observe_install(node, d) for d in installs},
         "checked": checked,
         "existing": [p for p in checked if exists(node, p)],
     }

@@ -259,6 +259,56 @@ def plan(desired, current, previous_names, owner=None):
     return result
 
 
+def present_plan(entries, current, manifest, manifest_text, install_dir, target, new_dirs, owner=None):
+    """What ``state=present`` does to an install, decided from what was observed of it.
+
+    ``current``: name -> what :meth:`node_fs.NodeRoot.observe` says (with ``sha256``) or None, for
+    every wanted name and every name of ``manifest`` (its parsed form, or None) read as
+    ``manifest_text``; ``new_dirs``: the directories above ``target`` to create. The toolkit_install
+    module decides from it on the node, and its action plugin on the controller from the look's
+    read-ahead, when that shows nothing to do (then no module runs).
+
+    Returns ``{"steps", "new_manifest", "manifest_action", "changes", "before"}``; ``steps`` as
+    :func:`plan` returns them (``conflicts`` included), ``before`` the observed entries that exist.
+    """
+    steps = plan(entries, current, manifest["files"] if manifest else {}, owner)
+    created_dirs = (manifest["created_dirs"] if manifest else []) + list(new_dirs)
+    new_manifest = render_manifest(install_dir, entries, created_dirs)
+    manifest_action = None if manifest_text == new_manifest else "updated" if manifest_text else "created"
+    return {"steps": steps, "new_manifest": new_manifest, "manifest_action": manifest_action,
+            "changes": changes(target, steps, new_dirs, manifest_action),
+            "before": {name: found for name, found in current.items() if found}}
+
+
+def install_diff(install_dir, before, after):
+    """The ``diff`` of a result: the listings (:func:`summary`) before and after, None for absent."""
+    return {"before": before or "", "after": after or "",
+            "before_header": install_dir if before is not None else "%s (absent)" % install_dir,
+            "after_header": install_dir if after is not None else "%s (absent)" % install_dir}
+
+
+def present_result(install_dir, target, entries, decided, had_install, remounted=False):
+    """The result fields of ``state=present`` for a :func:`present_plan` (``had_install``: a
+    manifest was read), whoever decided it."""
+    steps, changes_made = decided["steps"], list(decided["changes"])
+    if remounted:
+        changes_made.append({"path": target, "action": "remounted exec"})
+    before = decided["before"]
+    return {"changed": bool(changes_made), "changes": changes_made, "exec_mount": bool(remounted),
+            "files": [posixpath.join(target, name) for name in sorted(entries)],
+            "added": steps["add"], "updated": steps["update"] + steps["metadata"], "removed": steps["remove"],
+            # Always returned; Ansible shows it only with --diff.
+            "diff": install_diff(install_dir, summary(before) if had_install or before else None, summary(entries))}
+
+
+def writable_warning(install_dir, mode):
+    """The warning for an install directory others can write to, or None."""
+    if mode & 0o022:
+        return ("install_dir %s is group- or world-writable (mode %04o): anyone who can write to it "
+                "can replace the runtime" % (install_dir, mode))
+    return None
+
+
 def swap_set(entries, steps, manifest_text=None):
     """What :meth:`node_fs.NodeRoot.swap_in` gets for a ``plan``: the new and changed entries,
     then the names to remove, then the manifest (when it changes). The manifest comes last: a run

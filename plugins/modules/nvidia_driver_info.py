@@ -71,6 +71,14 @@ options:
         type: list
         elements: str
         default: []
+      installs:
+        description:
+          - Host paths of toolkit install directories, observed as
+            M(gpu_node.container_toolkit.toolkit_install) does before it decides (each entry with
+            its SHA-256), with C(/proc/self/mountinfo) read as one of the O(read_ahead.files).
+        type: list
+        elements: str
+        default: []
 notes:
   - A library that is not a readable ELF file, a damaged C(ld.so.cache) or a garbled GPU
     C(information) file is skipped with a warning.
@@ -413,6 +421,12 @@ read_ahead:
         - Per O(read_ahead.trees) host path, C(resolved), C(exists) and C(files), each file's relative
           name to its base64 C(content) and C(mode).
       type: dict
+    installs:
+      description:
+        - Per O(read_ahead.installs) host path, C(resolved), C(dir) (what is there), C(entries)
+          (each name in it to its type, mode, owner, link target or SHA-256), C(missing_dirs) and
+          C(euid); or C(error).
+      type: dict
     host_root:
       description: The O(host_root) the paths are under.
       type: str
@@ -462,6 +476,7 @@ def main():
                 "files": {"type": "list", "elements": "str", "default": []},
                 "trees": {"type": "list", "elements": "str", "default": []},
                 "exist": {"type": "list", "elements": "str", "default": []},
+                "installs": {"type": "list", "elements": "str", "default": []},
             }},
         ),
         supports_check_mode=True,
@@ -493,7 +508,7 @@ def main():
             kube_files, kube_exist = kd.read_ahead_paths(kube)
             files += [p for p in kube_files if p not in files]
             exist += kube_exist
-        facts["read_ahead"] = dict(node_reads.read_ahead(root, files, wanted["trees"], exist),
+        facts["read_ahead"] = dict(node_reads.read_ahead(root, files, wanted["trees"], exist, wanted["installs"]),
                                    host_root=params["host_root"])
     module.exit_json(changed=False, **dict(node, **facts))
 

@@ -468,24 +468,16 @@ class Installer:
         manifest, manifest_text = self.read_manifest()
         previous = manifest["files"] if manifest else {}
         current = {name: node.observe(self.host(name), digest=True) for name in set(entries) | set(previous)}
-        steps = toolkit_layout.plan(entries, current, previous, self.owner)
+        decided = toolkit_layout.present_plan(entries, current, manifest, manifest_text, self.install_dir,
+                                              self.target, node.missing_dirs(self.target), self.owner)
+        steps = decided["steps"]
         if steps["conflicts"]:
             raise InstallError("cannot install over %s: not a file or link"
                                % ", ".join(self.host(n) for n in steps["conflicts"]))
-        new_dirs = node.missing_dirs(self.target)
-        created_dirs = (manifest["created_dirs"] if manifest else []) + new_dirs
-        new_manifest = toolkit_layout.render_manifest(self.install_dir, entries, created_dirs)
-        manifest_action = None if manifest_text == new_manifest else "updated" if manifest_text else "created"
-        changes = toolkit_layout.changes(self.target, steps, new_dirs, manifest_action)
-        if remount:
-            changes.append({"path": self.target, "action": "remounted exec"})
-        before = {n: current[n] for n in current if current[n]}
-        self.result.update(
-            changed=bool(changes), changes=changes, exec_mount=bool(remount), files=[self.host(n) for n in sorted(entries)],
-            added=steps["add"], updated=steps["update"] + steps["metadata"], removed=steps["remove"],
-            # Always returned; Ansible shows it only with --diff.
-            diff=self.diff(toolkit_layout.summary(before) if manifest or before else None, toolkit_layout.summary(entries)))
-        if self.module.check_mode or not changes:
+        self.result.update(toolkit_layout.present_result(self.install_dir, self.target, entries, decided,
+                                                         manifest is not None, remounted=bool(remount)))
+        manifest_action, new_manifest = decided["manifest_action"], decided["new_manifest"]
+        if self.module.check_mode or not self.result["changed"]:
             return
         if expected:
             # Only checked: the files' bytes are not here. Nothing was changed; the action plugin
@@ -499,16 +491,11 @@ class Installer:
         node.swap_in(self.target, toolkit_layout.swap_set(entries, steps, manifest_action and new_manifest),
                      owner=self.owner, prefix=toolkit_layout.STAGING_PREFIX)
 
-    def diff(self, before, after):
-        return {"before": before or "", "after": after or "",
-                "before_header": self.install_dir if before is not None else "%s (absent)" % self.install_dir,
-                "after_header": self.install_dir if after is not None else "%s (absent)" % self.install_dir}
-
     def warn_if_writable(self):
         found = self.node.observe(self.target)
-        if found and found["mode"] & 0o022:
-            self.module.warn("install_dir %s is group- or world-writable (mode %04o): anyone who can write to it "
-                             "can replace the runtime" % (self.install_dir, found["mode"]))
+        warning = toolkit_layout.writable_warning(self.install_dir, found["mode"]) if found else None
+        if warning:
+            self.module.warn(warning)
 
     def absent(self):
         node = self.node
@@ -530,7 +517,7 @@ class Installer:
         steps = {"remove": present}
         self.result.update(removed=present, files=[self.host(n) for n in present], changed=True,
                            changes=toolkit_layout.changes(self.target, steps, (), "removed"),
-                           diff=self.diff(toolkit_layout.summary(before), None))
+                           diff=toolkit_layout.install_diff(self.install_dir, toolkit_layout.summary(before), None))
         if self.module.check_mode:
             return
         for name in present + [toolkit_layout.MANIFEST_NAME]:

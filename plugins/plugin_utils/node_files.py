@@ -102,6 +102,7 @@ class ReadAhead:
         self.trees = found.get("trees") or {}
         self.checked = set(found.get("checked") or ())
         self.existing = set(found.get("existing") or ())
+        self.installs = found.get("installs") or {}
 
     def answer(self, host_root, paths, exist):
         """``node_files_info``'s result for ``paths`` and ``exist``, or None unless all of it is here."""
@@ -121,6 +122,12 @@ class ReadAhead:
         if not entry["exists"]:
             return True, None
         return True, base64.b64decode(entry["content"])
+
+    def install(self, host_root, host_dir):
+        """What was observed of the install directory ``host_dir`` (``node_reads.observe_install``),
+        or None when it was not, or could not be."""
+        entry = self.installs.get(host_dir) if _root(host_root) == self.host_root else None
+        return None if entry is None or entry.get("error") else entry
 
     def tree(self, host_root, host_dir):
         """``{relative name: (bytes, mode)}`` of the regular files under a directory read ahead

@@ -114,9 +114,9 @@ def _modules_run(node, artifacts, tmp_path, label, transfers=None):
 
 
 def test_a_run_that_changes_nothing_reads_the_node_once(fake_node_factory, tmp_path):
-    """The look reads ahead what toolkit_config, containerd_runtime and persist_files read; with
-    nothing to change they make no round trip. Left: the toolkit's install (its files' checksums)
-    and the CDI spec (made from the driver on the node)."""
+    """The look reads ahead what toolkit_install, toolkit_config, containerd_runtime and
+    persist_files read (the install's files with their checksums); with nothing to change they make
+    no round trip. Left: the CDI spec (made from the driver on the node)."""
     node = fake_node_factory("cos")
     artifacts = toolkit_artifacts.build_tree(tmp_path / "artifacts")
     sent = []
@@ -125,14 +125,13 @@ def test_a_run_that_changes_nothing_reads_the_node_once(fake_node_factory, tmp_p
     sent = []
     totals, runs = _modules_run(node, artifacts, tmp_path, "no-op", sent)
     assert totals["changed"] == 0
-    assert sorted(module for _task, module in runs) == ["cdi_spec", "nvidia_driver_info", "toolkit_install"], runs
-    # The manifest read ahead lists the files wanted: the node checks them from their checksums.
+    assert sorted(module for _task, module in runs) == ["cdi_spec", "nvidia_driver_info"], runs
     assert sent == []
 
 
 def test_a_binary_changed_behind_the_manifest_is_put_back(fake_node_factory, tmp_path):
     """The manifest still lists the right checksums, the file on the node does not match them:
-    the node says so, and only then is the payload sent."""
+    the look shows it, the node checks, and only then is the payload sent."""
     node = fake_node_factory("cos")
     artifacts = toolkit_artifacts.build_tree(tmp_path / "artifacts")
     _modules_run(node, artifacts, tmp_path, "converge")
