@@ -173,6 +173,23 @@ def needs_install(installed, version):
     return [name for name in PACKAGES if name not in installed or (version and installed[name] != version)]
 
 
+# The node's dnf commands, in the order ansible-core's pkg_mgr fact looks at the first two.
+DNF_COMMANDS = ("/usr/bin/dnf", "/usr/bin/microdnf", "/usr/bin/dnf5")
+
+
+def dnf_backend(resolved):
+    """The ``use_backend`` of ansible.builtin.dnf for a node: V(dnf5) where its dnf command is dnf5
+    (Fedora 41 and later), else V(dnf4). ``resolved``: the node's :data:`DNF_COMMANDS` that exist,
+    in that order, their links resolved.
+
+    Told, not left to the dnf action's own guess: that guess is the pkg_mgr fact, which is apt on
+    any Debian-family node (dnf installed or not) and then fails the install, although this module
+    was asked for dnf."""
+    for path in resolved:
+        return "dnf5" if posixpath.basename(path) == "dnf5" else "dnf4"
+    return "dnf4"
+
+
 def choose_method(method, installed):
     """``(method, why)``: V(package) installs from the repository; with V(auto) a node where
     the package database has ``nvidia-container-toolkit`` uses that install (V(existing)),

@@ -153,6 +153,12 @@ manager:
   returned: always
   type: str
   sample: apt
+dnf_backend:
+  description: The backend for M(ansible.builtin.dnf)'s C(use_backend) option, V(dnf5) where the node's
+    C(dnf) command is dnf5, else V(dnf4).
+  returned: manager is dnf
+  type: str
+  sample: dnf4
 installed:
   description: The four packages the package database listed as installed when the module ran, name to version.
   returned: always
@@ -255,6 +261,10 @@ def installed_packages(module, node, manager):
         [rpm, "--root", node.host_root, "-q", "--qf", "%{NAME} %{EPOCHNUM}:%{VERSION}-%{RELEASE}\\n"]
         + list(tp.PACKAGES), check_rc=False)
     return tp.parse_rpm_query(out)
+
+
+def dnf_backend(node):
+    return tp.dnf_backend([node.resolve(path) for path in tp.DNF_COMMANDS if node.exists(path)])
 
 
 def read_record(module, node, path):
@@ -373,6 +383,8 @@ def main():
             manager = choose_manager(module, node)
             installed = installed_packages(module, node, manager)
             result.update(manager=manager, installed=installed)
+            if manager == "dnf":
+                result["dnf_backend"] = dnf_backend(node)
             if params["state"] == "absent":
                 result.update(method="package", msg="removing what the package method added")
                 absent(module, node, installed, record_path, result)

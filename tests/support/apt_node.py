@@ -39,15 +39,16 @@ class Unavailable(Exception):
     """The node tree cannot be built here (no debootstrap, no mirror)."""
 
 
-def cached_tree():
-    """The debootstrap tree, built unless a finished one is cached."""
+def cached_tree(packages=PACKAGES, marker="usr/lib/python3/dist-packages/apt"):
+    """The debootstrap tree with ``packages`` (comma-separated) included, built unless a finished
+    one is cached; ``marker``, a directory one of them installs, tells a finished tree."""
     with cache_lock.held(CACHE):
-        return _built_tree()
+        return _built_tree(packages, marker)
 
 
-def _built_tree():
-    tree = CACHE / ("%s-%s" % (SUITE, PACKAGES.replace(",", "+")))
-    if (tree / "usr" / "lib" / "python3" / "dist-packages" / "apt").is_dir():
+def _built_tree(packages, marker):
+    tree = CACHE / ("%s-%s" % (SUITE, packages.replace(",", "+")))
+    if (tree / marker).is_dir():
         return tree
     if not shutil.which("debootstrap"):
         raise Unavailable("debootstrap is not installed (scripts/apt-packages.txt names it)")
@@ -55,9 +56,9 @@ def _built_tree():
     partial = tree.with_name(tree.name + ".tmp")
     shutil.rmtree(partial, ignore_errors=True)
     (CACHE / "debs").mkdir(exist_ok=True)
-    log = CACHE / "debootstrap.log"
+    log = CACHE / ("debootstrap-%s.log" % tree.name)
     with log.open("w") as out:
-        proc = subprocess.run(["debootstrap", "--variant=minbase", "--include=" + PACKAGES,
+        proc = subprocess.run(["debootstrap", "--variant=minbase", "--include=" + packages,
                                "--cache-dir=%s" % (CACHE / "debs"), SUITE, str(partial), MIRROR],
                               stdout=out, stderr=subprocess.STDOUT, check=False)
     if proc.returncode != 0:
@@ -72,9 +73,9 @@ def _built_tree():
     return tree
 
 
-def copy_node(dest):
-    """A fresh copy of the cached tree at ``dest``; returns ``dest``."""
-    subprocess.run(["cp", "-a", str(cached_tree()), str(dest)], check=True)
+def copy_node(dest, tree=None):
+    """A fresh copy of ``tree`` (the cached apt tree by default) at ``dest``; returns ``dest``."""
+    subprocess.run(["cp", "-a", str(tree or cached_tree()), str(dest)], check=True)
     return Path(dest)
 
 

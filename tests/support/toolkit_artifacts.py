@@ -155,6 +155,76 @@ def build_debs(tree, outdir, version=VERSION, compression="xz", repository=False
     return debs
 
 
+# The same dependencies as RPM Requires (NVIDIA's spec files pin the exact version-release too).
+REQUIRES = {
+    "nvidia-container-toolkit": ["nvidia-container-toolkit-base = {v}", "libnvidia-container-tools = {v}",
+                                 "libnvidia-container-tools < 2.0.0"],
+    "libnvidia-container-tools": ["libnvidia-container1 = {v}", "libnvidia-container1 < 2.0.0"],
+}
+
+
+def build_rpms(tree, outdir, version=VERSION):
+    """The four upstream packages as real ``.rpm`` files (x86_64, release 1), as NVIDIA's repository
+    has them: with their Requires on each other and the base package's ``config.toml`` as
+    ``%config(noreplace)``. ``tree`` is a :func:`build_tree` with ``lib_dir=LIB_DIR_RPM``."""
+    outdir = Path(outdir)
+    top = outdir / "rpmbuild"
+    for sub in ("SPECS", "BUILD", "RPMS", "BUILDROOT", "SOURCES", "SRPMS"):
+        (top / sub).mkdir(parents=True, exist_ok=True)
+    rpms = []
+    for package, paths in PACKAGES.items():
+        # Each package's files, laid out in a root of their own that %install copies whole.
+        work = outdir / ("%s-root" % package)
+        if work.exists():
+            shutil.rmtree(work)
+        files = []
+        for rel in paths:
+            rel = rel.replace("LIB", LIB_DIR_RPM).replace(".so.V", ".so." + version)
+            src = Path(tree) / rel
+            dst = work / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_symlink():
+                dst.symlink_to(os.readlink(src))
+            else:
+                shutil.copy2(src, dst)
+            files.append("/" + rel)
+        if package == "nvidia-container-toolkit-base":
+            config = work / PACKAGED_CONFIG
+            config.parent.mkdir(parents=True)
+            config.write_text("#accept-nvidia-visible-devices-as-volume-mounts = false\n\n[nvidia-container-cli]\n"
+                              "#debug = \"/var/log/nvidia-container-toolkit.log\"\nenvironment = []\n")
+            files.append("%%config(noreplace) /%s" % PACKAGED_CONFIG)
+        requires = "".join("Requires: %s\n" % req.format(v=version + "-1") for req in REQUIRES.get(package, []))
+        spec = top / "SPECS" / ("%s.spec" % package)
+        # No debuginfo, no brp scripts (the stand-ins are shell scripts and fake ELF headers), and
+        # no automatic Requires/Provides: only the Requires NVIDIA's packages declare.
+        spec.write_text(textwrap.dedent("""\
+            %%global debug_package %%{nil}
+            %%global __os_install_post %%{nil}
+            %%define _build_id_links none
+            Name: %s
+            Version: %s
+            Release: 1
+            Summary: stand-in %s for tests
+            License: Apache-2.0
+            AutoReqProv: no
+            %s
+            %%description
+            Stand-in of NVIDIA's %s package for tests.
+
+            %%install
+            mkdir -p %%{buildroot}
+            cp -a %s/. %%{buildroot}/
+
+            %%files
+            %s
+            """) % (package, version, package, requires, package, work, "\n".join(files)))
+        subprocess.run(["rpmbuild", "-bb", "--target", "x86_64", "--define", "_topdir %s" % top,
+                        "--define", "_dbpath %s" % (top / "db"), str(spec)], check=True, capture_output=True)
+        rpms.append(top / "RPMS" / "x86_64" / ("%s-%s-1.x86_64.rpm" % (package, version)))
+    return rpms
+
+
 def build_rpm(tree, outdir, version=VERSION):
     """One ``.rpm`` holding the whole tree (``rpmbuild -bb``, offline); None when rpmbuild is absent."""
     rpmbuild = shutil.which("rpmbuild")

@@ -41,6 +41,14 @@ def test_rpm_query_output():
     assert tp.parse_rpm_query(out) == {"nvidia-container-toolkit": "1.17.8-1", "libnvidia-container1": "2:1.17.8-1"}
 
 
+def test_the_dnf_backend_is_dnf5_only_where_the_dnf_command_is_dnf5():
+    assert tp.dnf_backend(["/usr/bin/dnf-3"]) == "dnf4"  # RHEL 8 and 9: dnf -> dnf-3
+    assert tp.dnf_backend(["/usr/bin/dnf5", "/usr/bin/dnf5"]) == "dnf5"  # Fedora 41: dnf -> dnf5
+    assert tp.dnf_backend(["/usr/bin/microdnf"]) == "dnf4"  # a minimal image's microdnf, no dnf
+    assert tp.dnf_backend(["/usr/bin/dnf5"]) == "dnf5"  # only dnf5 itself
+    assert tp.dnf_backend([]) == "dnf4"  # none: the dnf4 module then says python3-dnf is missing
+
+
 def test_apt_files_are_one_signed_by_line_and_the_key():
     files = tp.repo_files("apt", "nvidia-container-toolkit", tp.NVIDIA_APT_URL, "/", [], KEY)
     line = files["/etc/apt/sources.list.d/nvidia-container-toolkit.list"].splitlines()[-1]

@@ -102,6 +102,23 @@ def test_auto_finds_an_install_from_packages_and_writes_nothing(tmp_path):
     assert not failed and result["method"] == "files" and "bin_dir" not in result
 
 
+def test_dnf_nodes_get_the_dnf_backend_of_their_dnf_command(tmp_path):
+    # The dnf action's own pick is the pkg_mgr fact, apt on a Debian node that has dnf too.
+    bin_dir = tmp_path / "usr/bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "dnf5").write_text("#!/bin/sh\n")
+    (bin_dir / "dnf").symlink_to("dnf5")
+    result, failed = run(tmp_path, manager="dnf", check=True)
+    assert not failed and result["manager"] == "dnf" and result["dnf_backend"] == "dnf5"
+    (bin_dir / "dnf").unlink()
+    (bin_dir / "dnf-3").write_text("#!/bin/sh\n")
+    (bin_dir / "dnf").symlink_to("/usr/bin/dnf-3")  # absolute: resolved inside host_root
+    result, failed = run(tmp_path, manager="dnf", check=True)
+    assert not failed and result["dnf_backend"] == "dnf4"
+    result, failed = run(debian(tmp_path / "debian"), check=True)
+    assert not failed and result["manager"] == "apt" and "dnf_backend" not in result
+
+
 def test_a_bad_key_fails_before_anything_is_written(tmp_path):
     root = debian(tmp_path)
     result, failed = run(root, repo_key="ssh-rsa AAAA")
