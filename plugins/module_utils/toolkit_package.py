@@ -185,9 +185,8 @@ def dnf_backend(resolved):
     Told, not left to the dnf action's own guess: that guess is the pkg_mgr fact, which is apt on
     any Debian-family node (dnf installed or not) and then fails the install, although this module
     was asked for dnf."""
-    for path in resolved:
-        return "dnf5" if posixpath.basename(path) == "dnf5" else "dnf4"
-    return "dnf4"
+    first = next(iter(resolved), "")
+    return "dnf5" if posixpath.basename(first) == "dnf5" else "dnf4"
 
 
 def choose_method(method, installed):
