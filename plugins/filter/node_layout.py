@@ -14,14 +14,13 @@ import posixpath
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import docker_config, runtimes, toolkit_config
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import cdi, docker_config, runtimes, toolkit_config
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import normalize_host_path
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.toolkit_layout import MANIFEST_NAME
 
 # How messages name each engine's daemon.
 DAEMONS = {"containerd": "containerd", "docker": "dockerd", "crio": "CRI-O"}
 CDI_HOOK = "nvidia-cdi-hook"
-CDI_SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
 # Under the install dir: what persist_files keeps between playbook runs.
 PERSIST_DIR = ".gpu-node"
 
@@ -55,7 +54,7 @@ def read_ahead_paths(install_dirs, containerd_configs=(), docker_config=None):
     for path in files:
         if path not in unique:
             unique.append(path)
-    return {"files": unique, "trees": [posixpath.join(d, PERSIST_DIR) for d in dirs] + list(CDI_SPEC_DIRS),
+    return {"files": unique, "trees": [posixpath.join(d, PERSIST_DIR) for d in dirs] + list(cdi.SPEC_DIRS),
             "installs": dirs}
 
 

@@ -25,7 +25,7 @@ HEAD_SIZE = 4096
 def argument_spec():
     """``cdi_spec``'s options; the generator fills in the same defaults."""
     return dict(
-        node_argument_spec(driver=True),
+        node_argument_spec(driver=True, read_ahead=True),
         state={"type": "str", "choices": ["present", "absent"], "default": "present"},
         spec_mode={"type": "str", "choices": list(cdi.MODES), "default": "management", "aliases": ["mode"]},
         device_name_strategy={"type": "list", "elements": "str", "choices": list(cdi.NAME_STRATEGIES),
@@ -126,6 +126,37 @@ def remove(run, path, target, before_text, result):
     result["changes"].extend({"path": d, "action": "removed"} for d in result["removed_dirs"])
 
 
+def planned_spec(params, path, facts, others):
+    """``(spec, format, warnings, result fields)`` for the node whose driver ``facts`` (as
+    :func:`discovery.discover_node` returns them) were found, ``others`` the other spec files CDI
+    consumers read (``{host path: text}``). Pure: the module decides with it on the node, the
+    action plugin on the controller from the look at the node. Raises :class:`cdi.CdiError`."""
+    spec = cdi.build_spec(
+        facts, mode=params["spec_mode"], device_name_strategy=params["device_name_strategy"],
+        vendor=params["vendor"], cls=params["device_class"], devices=params["devices"],
+        all_device=params["all_device"], hook_path=params["hook_path"],
+        container_driver_root=params["container_driver_root"], ldconfig_path=params["ldconfig_path"],
+        disable_hooks=params["disable_hooks"],
+    )
+    fmt = params["format"] or cdi.format_from_path(path)
+    fields = {"format": fmt, "kind": spec["kind"], "cdi_version": spec["cdiVersion"], "devices": cdi.qualified_names(spec),
+              "driver_version": facts["driver_version"], "driver_root": facts["driver_root"],
+              "dev_root": facts["dev_root"], "spec": spec}
+    return spec, fmt, cdi.same_kind_warnings(path, spec["kind"], others), fields
+
+
+def spec_text(spec, fmt, facts, target, made_now, before_text, siblings, is_link):
+    """The text to write at ``target`` (the host path the spec is written to): with the
+    directories its write makes now (``made_now``), its earlier version recorded and the other
+    specs of ours beside it (``siblings``, their records) in its header; an earlier release's
+    record of the same directories is kept as it is (not rewritten for that)."""
+    created_dirs = cdi.created_dirs_for(target, made_now, cdi.recorded_created_dirs(before_text), siblings)
+    text = cdi.render(spec, fmt, facts, created_dirs)
+    if ownership.same_but_record(before_text, text, ownership.LEGACY_CDI) and not is_link:
+        return before_text
+    return text
+
+
 def build(run, path, read_from, result):
     """The spec for the node, the facts it was built from and its format; fills the result."""
     params = run.params
@@ -136,22 +167,11 @@ def build(run, path, read_from, result):
         raise CdiFileError(str(exc), **dict(result, **exc.details)) from None
     run.warnings.extend(facts.pop("warnings"))
     try:
-        spec = cdi.build_spec(
-            facts, mode=params["spec_mode"], device_name_strategy=params["device_name_strategy"],
-            vendor=params["vendor"], cls=params["device_class"], devices=params["devices"],
-            all_device=params["all_device"], hook_path=params["hook_path"],
-            container_driver_root=params["container_driver_root"], ldconfig_path=params["ldconfig_path"],
-            disable_hooks=params["disable_hooks"],
-        )
+        spec, fmt, warnings, fields = planned_spec(params, path, facts, other_specs(run.node, read_from))
     except cdi.CdiError as exc:
         raise CdiFileError(str(exc), **dict(result, **exc.details)) from None
-    run.warnings.extend(cdi.same_kind_warnings(path, spec["kind"], other_specs(run.node, read_from)))
-    fmt = params["format"] or cdi.format_from_path(path)
-    result.update(
-        format=fmt, kind=spec["kind"], cdi_version=spec["cdiVersion"], devices=cdi.qualified_names(spec),
-        driver_version=facts["driver_version"], driver_root=facts["driver_root"], dev_root=facts["dev_root"],
-        spec=spec,
-    )
+    run.warnings.extend(warnings)
+    result.update(fields)
     return spec, facts, fmt
 
 
@@ -161,11 +181,7 @@ def write(run, path, target, existing, is_link, before_text, result):
     spec, facts, fmt = build(run, path, node.resolve(target), result)
     spec_dir = posixpath.dirname(target)
     made_now = node.missing_dirs(spec_dir)
-    created_dirs = cdi.created_dirs_for(target, made_now, cdi.recorded_created_dirs(before_text),
-                                        sibling_records(node, target))
-    text = cdi.render(spec, fmt, facts, created_dirs)
-    if ownership.same_but_record(before_text, text, ownership.LEGACY_CDI) and not is_link:
-        text = before_text  # an earlier release's record of the same directories: not rewritten for that
+    text = spec_text(spec, fmt, facts, target, made_now, before_text, sibling_records(node, target), is_link)
     data = text.encode("utf-8")
     if existing == data and not is_link:
         mode = node.observe(target)["mode"]

@@ -42,6 +42,7 @@ def spec_params(entry, where):
     and its types and choices checked, as the module checks them."""
     spec = cdi_files.argument_spec()
     spec.pop("host_root")
+    spec.pop("read_ahead")  # the controller's, from a look at the node; the generator is on the node
     aliases = {alias: name for name, option in spec.items() for alias in option.get("aliases", ())}
     if not isinstance(entry, dict):
         raise SettingsError("%s: each spec must be an object of cdi_spec options, got %r" % (where, entry))

@@ -10,7 +10,8 @@ at the node that starts it). The action plugins take either (``plugin_utils.node
 - a file: ``{"path", "resolved", "exists", "isdir", "content" (base64), "error"}``, symlinks
   resolved inside ``host_root``;
 - a tree: every regular file under a directory, ``{relative name: {"content", "mode"}}``, links not
-  followed and the temporary files of killed runs left out, as ``persist_files`` sees its directory;
+  followed (their names listed) and the temporary files of killed runs left out, as ``persist_files``
+  sees its directory;
 - an install: what ``toolkit_install`` observes of its directory to decide (each entry's type,
   mode, owner, link target and the SHA-256 of a file; the directories it would create; the euid),
   with ``/proc/self/mountinfo`` read as a file, so that a toolkit in place needs no module run.
@@ -94,9 +95,9 @@ def tree_files(node, real_dir):
 
 def read_tree(node, host_dir):
     """The ``trees`` entry for ``host_dir``: ``{"resolved", "exists", "files": {name: {"content",
-    "mode"}}}``; ``exists`` is false when there is nothing there, and the entry has an ``error``
+    "mode"}}, "links": [names]}``; ``exists`` is false when there is nothing there, and the entry has an ``error``
     when something other than a directory is."""
-    entry = {"resolved": host_dir, "exists": False, "files": {}}
+    entry = {"resolved": host_dir, "exists": False, "files": {}, "links": []}
     try:
         resolved = node.resolve(host_dir)
     except node_fs.NodeFsError as exc:
@@ -112,6 +113,9 @@ def read_tree(node, host_dir):
     files, _subdirs = tree_files(node, resolved)
     entry["files"] = {name: {"content": base64.b64encode(data).decode("ascii"), "mode": mode}
                       for name, (data, mode) in files.items() if data is not None}
+    # Not followed, but named: a reader that would follow them knows it cannot answer from here.
+    entry["links"] = [name for name in node.list_dir(resolved)
+                      if (node.observe(posixpath.join(resolved, name)) or {}).get("type") == "symlink"]
     return entry
 
 

@@ -50,15 +50,25 @@ description:
   - YAML specs start with a comment that records the driver version, driver root and device root
     they were built from. After a driver upgrade the file names and hook arguments change, so a
     re-run rewrites the spec; RV(previous_driver_version) tells what it was built from.
-  - Runs on the node with Python's standard library only.
+  - Runs on the node with Python's standard library only. With O(read_ahead) from the look that
+    starts a run, its action plugin builds the spec on the controller from the look's driver facts
+    and, when the file on the node already holds exactly it, answers without running on the node.
 author:
   - GPU node maintainers (@gpu-node)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
   - gpu_node.container_toolkit.attributes
   - gpu_node.container_toolkit.node
   - gpu_node.container_toolkit.node.DRIVER
+  - gpu_node.container_toolkit.node.READ_AHEAD
 attributes:
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
   check_mode:
     support: full
   diff_mode:

@@ -418,14 +418,21 @@ read_ahead:
       elements: dict
     trees:
       description:
-        - Per O(read_ahead.trees) host path, C(resolved), C(exists) and C(files), each file's relative
-          name to its base64 C(content) and C(mode).
+        - Per O(read_ahead.trees) host path, C(resolved), C(exists), C(files), each file's relative
+          name to its base64 C(content) and C(mode), and C(links), the names of the symlinks in it.
       type: dict
     installs:
       description:
         - Per O(read_ahead.installs) host path, C(resolved), C(dir) (what is there), C(entries)
           (each name in it to its type, mode, owner, link target or SHA-256), C(missing_dirs) and
           C(euid); or C(error).
+      type: dict
+    driver:
+      description:
+        - The driver facts of this call (C(facts), as returned at the top level but for
+          RV(device_node_changes)), the C(warnings) they raised, and the C(params) they were found
+          with (O(driver_root), O(dev_root), O(library_search_paths)), for
+          M(gpu_node.container_toolkit.cdi_spec) to build its spec from.
       type: dict
     host_root:
       description: The O(host_root) the paths are under.
@@ -494,8 +501,11 @@ def main():
         )
     except discovery.DiscoveryError as exc:
         module.fail_json(msg=str(exc), **dict(node, **exc.details))
-    for warning in facts.pop("warnings"):
+    warnings = facts.pop("warnings")
+    for warning in warnings:
         module.warn(warning)
+    driver = {"params": {name: params[name] for name in ("driver_root", "dev_root", "library_search_paths")},
+              "facts": dict(facts), "warnings": warnings}
     facts["device_node_changes"] = device_node_changes(root, facts["dev_root"])
     wanted = params["read_ahead"]
     if wanted is not None:
@@ -508,8 +518,9 @@ def main():
             kube_files, kube_exist = kd.read_ahead_paths(kube)
             files += [p for p in kube_files if p not in files]
             exist += kube_exist
+        # The driver facts go with the reads: cdi_spec builds its spec from them on the controller.
         facts["read_ahead"] = dict(node_reads.read_ahead(root, files, wanted["trees"], exist, wanted["installs"]),
-                                   host_root=params["host_root"])
+                                   host_root=params["host_root"], driver=driver)
     module.exit_json(changed=False, **dict(node, **facts))
 
 

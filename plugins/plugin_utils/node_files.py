@@ -103,6 +103,7 @@ class ReadAhead:
         self.checked = set(found.get("checked") or ())
         self.existing = set(found.get("existing") or ())
         self.installs = found.get("installs") or {}
+        self.driver_found = found.get("driver")
 
     def answer(self, host_root, paths, exist):
         """``node_files_info``'s result for ``paths`` and ``exist``, or None unless all of it is here."""
@@ -128,6 +129,19 @@ class ReadAhead:
         or None when it was not, or could not be."""
         entry = self.installs.get(host_dir) if _root(host_root) == self.host_root else None
         return None if entry is None or entry.get("error") else entry
+
+    def driver(self, host_root):
+        """The look's driver facts (``{"params", "facts", "warnings"}``), or None."""
+        return self.driver_found if _root(host_root) == self.host_root else None
+
+    def tree_entry(self, host_root, host_dir):
+        """The ``trees`` entry read ahead for ``host_dir`` as the look returned it (``resolved``,
+        ``exists``, ``files`` with base64 contents and modes, ``links``), or None when it was not
+        read ahead, or could not be, or is from a look that did not name links."""
+        entry = self.trees.get(host_dir) if _root(host_root) == self.host_root else None
+        if entry is None or entry.get("error") or "links" not in entry:
+            return None
+        return entry
 
     def tree(self, host_root, host_dir):
         """``{relative name: (bytes, mode)}`` of the regular files under a directory read ahead

@@ -114,9 +114,9 @@ def _modules_run(node, artifacts, tmp_path, label, transfers=None):
 
 
 def test_a_run_that_changes_nothing_reads_the_node_once(fake_node_factory, tmp_path):
-    """The look reads ahead what toolkit_install, toolkit_config, containerd_runtime and
-    persist_files read (the install's files with their checksums); with nothing to change they make
-    no round trip. Left: the CDI spec (made from the driver on the node)."""
+    """The look reads ahead what toolkit_install, toolkit_config, cdi_spec, containerd_runtime and
+    persist_files read (the install's files with their checksums, the driver facts the CDI spec is
+    built from); with nothing to change they make no round trip: one module run per host."""
     node = fake_node_factory("cos")
     artifacts = toolkit_artifacts.build_tree(tmp_path / "artifacts")
     sent = []
@@ -125,7 +125,7 @@ def test_a_run_that_changes_nothing_reads_the_node_once(fake_node_factory, tmp_p
     sent = []
     totals, runs = _modules_run(node, artifacts, tmp_path, "no-op", sent)
     assert totals["changed"] == 0
-    assert sorted(module for _task, module in runs) == ["cdi_spec", "nvidia_driver_info"], runs
+    assert [module for _task, module in runs] == ["nvidia_driver_info"], runs
     assert sent == []
 
 
@@ -167,9 +167,9 @@ def test_drift_after_the_look_is_still_repaired(fake_node_factory, tmp_path):
     assert toolkit_config.read_text().splitlines()[1:] == config_bytes.decode().splitlines()[1:]
     assert kept.read_bytes() == provisioned
     # The toolkit's config in the install's run (the binaries are as listed: no payload), containerd's
-    # in its own task, the kept copy by persist_files.
+    # in its own task, the kept copy by persist_files; the CDI spec is in place.
     assert sorted(module for _task, module in runs) == [
-        "cdi_spec", "node_file_write", "nvidia_driver_info", "persist_files", "toolkit_install"], runs
+        "node_file_write", "nvidia_driver_info", "persist_files", "toolkit_install"], runs
 
 
 def test_the_toolkit_config_is_written_in_the_install_run(fake_node_factory, tmp_path):

@@ -36,7 +36,8 @@ def test_read_ahead_names_each_install_dirs_files_once():
         "/a/.config/nvidia-container-runtime/config.toml", "/b/.config/nvidia-container-runtime/config.toml",
         "/etc/containerd/config.toml", "/etc/docker/daemon.json",
         "/etc/docker/.daemon.json.gpu_node.container_toolkit.json"]
-    assert paths["trees"] == ["/a/.gpu-node", "/b/.gpu-node", "/etc/cdi", "/var/run/cdi"]
+    assert paths["trees"] == ["/a/.gpu-node", "/b/.gpu-node", "/etc/cdi", "/var/run/cdi", "/run/cdi"]
+    assert paths["installs"] == ["/a", "/b"]
     assert node_layout.read_ahead_paths("/a")["files"] == [
         "/a/.toolkit-manifest.json", "/a/.config/nvidia-container-runtime/config.toml"]
 
