@@ -320,7 +320,11 @@ config:
   sample:
     changed: true
     path: /home/kubernetes/bin/nvidia/toolkit/.config/nvidia-container-runtime/config.toml
-    changes: ["nvidia-container-cli.root: unset -> '/home/kubernetes/bin/nvidia'"]
+    changes:
+      - path: /home/kubernetes/bin/nvidia/toolkit/.config/nvidia-container-runtime/config.toml
+        action: updated
+        setting: nvidia-container-cli.root
+        reason: "unset -> '/home/kubernetes/bin/nvidia'"
     driver_root: /home/kubernetes/bin/nvidia
 """
 
