@@ -344,6 +344,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
     toolkit_layout,
     toolkit_source,
 )
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import change
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import NodeFsError, NodeRoot
 
 
@@ -482,7 +483,7 @@ class Installer:
         manifest_action = None if manifest_text == new_manifest else "updated" if manifest_text else "created"
         changes = toolkit_layout.changes(self.target, steps, new_dirs, manifest_action)
         if remount:
-            changes.append({"path": self.target, "action": "remounted exec"})
+            changes.append(change(self.target, "remounted exec"))
         before = {n: current[n] for n in current if current[n]}
         self.result.update(
             changed=bool(changes), changes=changes, exec_mount=bool(remount), files=[self.host(n) for n in sorted(entries)],
@@ -541,7 +542,7 @@ class Installer:
             node.remove(self.host(name))
         removed_dirs = node.remove_empty_dirs(ownership.removable(
             posixpath.join(self.target, toolkit_layout.MANIFEST_NAME), manifest["created_dirs"]))
-        self.result["changes"] += [{"path": d, "action": "removed"} for d in removed_dirs]
+        self.result["changes"] += [change(d, "removed") for d in removed_dirs]
 
     def run(self):
         with self.node.locked():
