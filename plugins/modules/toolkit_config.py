@@ -32,19 +32,12 @@ extends_documentation_fragment:
   - gpu_node.container_toolkit.node
   - gpu_node.container_toolkit.node.READ_AHEAD
   - gpu_node.container_toolkit.attributes.NODE_GROUP
+  - gpu_node.container_toolkit.attributes.CONFIG_EDIT
 attributes:
   check_mode:
-    support: full
     details: Nothing is written in check mode.
   diff_mode:
-    support: full
     details: The diff shows the file's text before and after.
-  safe_file_operations:
-    support: full
-  idempotent:
-    support: full
-  platform:
-    platforms: posix
 options:
   path:
     description:
