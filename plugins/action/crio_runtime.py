@@ -10,6 +10,7 @@ import posixpath
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import argument_specs, ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import crio_config as crio
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import change, file_action
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import normalize_host_path
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.runtimes import ConfigError, normalize_runtimes
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import toml_edit
@@ -66,8 +67,7 @@ class ActionModule(EngineAction):
             text = None
             if current is not None:
                 remove_dirs.append((drop_in.host_path, crio.created_dirs_of(current)))
-        what = "removed" if text is None else "updated" if current is not None else "created"
-        changes = ["%s: %s" % (drop_in.host_path, what)] if text != current else []
+        changes = [change(drop_in.host_path, file_action(current, text))] if text != current else []
         # A copy never goes into the drop-in directory: CRI-O reads every file there, a copy too.
         copy_dir = posixpath.dirname(crio.drop_in_dir(drop_in.host_path))
         hand_changed = current is not None and text != current and ownership.changed_since_written(current)

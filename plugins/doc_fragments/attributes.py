@@ -30,3 +30,21 @@ attributes:
     membership:
       - gpu_node.container_toolkit.node
 """
+
+    # The modules that edit a configuration file from the controller (the engines' and the
+    # toolkit's): how they support the attributes. A module keeps its own diff_mode details (what
+    # its diff shows) and may give its own check_mode details.
+    CONFIG_EDIT = r"""
+attributes:
+  check_mode:
+    support: full
+    details: Nothing is written in check mode; the result says what would change.
+  diff_mode:
+    support: full
+  safe_file_operations:
+    support: full
+  idempotent:
+    support: full
+  platform:
+    platforms: posix
+"""

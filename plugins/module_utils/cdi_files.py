@@ -14,7 +14,7 @@ from __future__ import annotations
 import posixpath
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import cdi, discovery, node_fs, ownership
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker, change
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import NodeError, node_argument_spec
 
 FILE_MODE = 0o644
@@ -115,7 +115,7 @@ def remove(run, path, target, before_text, result):
     result["changed"] = True
     # The diff is always returned; Ansible shows it only with --diff.
     result["diff"] = node_fs.text_diff(path, before_text, path, None)
-    result["changes"].append({"path": path, "action": "removed"})
+    result["changes"].append(change(path, "removed"))
     if run.check_mode:
         return
     try:
@@ -123,7 +123,7 @@ def remove(run, path, target, before_text, result):
     except node_fs.NodeFsError as exc:
         raise CdiFileError(str(exc), **dict(result, changed=False, changes=[])) from None
     result["removed_dirs"] = run.node.remove_empty_dirs(ownership.removable(target, cdi.recorded_created_dirs(before_text)))
-    result["changes"].extend({"path": d, "action": "removed"} for d in result["removed_dirs"])
+    result["changes"].extend(change(d, "removed") for d in result["removed_dirs"])
 
 
 def planned_spec(params, path, facts, others):
@@ -187,7 +187,7 @@ def write(run, path, target, existing, is_link, before_text, result):
         mode = node.observe(target)["mode"]
         tracker = DifferenceTracker()
         if tracker.add("mode", "%04o" % mode, "%04o" % FILE_MODE):
-            result.update(changed=True, diff=tracker.as_diff(), changes=[{"path": path, "action": "mode_changed"}])
+            result.update(changed=True, diff=tracker.as_diff(), changes=[change(path, "mode_changed")])
             if not run.check_mode:
                 try:
                     node.chmod(target, FILE_MODE)
@@ -196,7 +196,7 @@ def write(run, path, target, existing, is_link, before_text, result):
         return
     action = "replaced" if is_link else "created" if existing is None else "updated"
     result.update(changed=True, diff=node_fs.text_diff(path, before_text, path, text),
-                  changes=[{"path": d, "action": "created"} for d in made_now] + [{"path": path, "action": action}])
+                  changes=[change(d, "created") for d in made_now] + [change(path, action)])
     if run.check_mode:
         return
     made = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 import posixpath
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import device_nodes
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import change
 
 
 def nvidia_char_nodes(node, real_dir, planned=()):
@@ -51,7 +52,7 @@ def converge(node, dev_dir, real_dir, planned=(), check_mode=False):
             if made:
                 node.make_dirs(char_dir)
             node.symlink(posixpath.join(char_dir, step["name"]), step["target"])
-        out["changes"].extend({"path": d, "action": "created"} for d in made
-                              if {"path": d, "action": "created"} not in out["changes"])
-        out["changes"].append({"path": step["path"], "action": device_nodes.CHAR_LINK_ACTIONS[step["action"]]})
+        out["changes"].extend(change(d, "created") for d in made
+                              if change(d, "created") not in out["changes"])
+        out["changes"].append(change(step["path"], device_nodes.CHAR_LINK_ACTIONS[step["action"]]))
     return out

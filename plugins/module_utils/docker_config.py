@@ -37,7 +37,7 @@ import json
 import posixpath
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import json_edit, ownership
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker, change
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import normalize_host_path
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.runtimes import ConfigError
 
@@ -281,9 +281,10 @@ def plan(text, params, journal_text=None, name=DEFAULT_PATH, journal_name=None):
         new_text, new_journal = _plan_present(text, data, params, journal, in_sync, name, tracker)
         new_journal = journal_text if new_journal is json_edit.MISSING else new_journal
         remove_dirs = []
-    changes = tracker.reasons()
+    changes = tracker.changes(name, "created" if text is None else "updated")
     if new_journal is None and journal_text is not None:
-        changes.append("journal %s: %s" % (journal_name, "removed" if tracker.changed else "stale, removed"))
+        changes.append(change(journal_name, "removed", "this module's journal" if tracker.changed
+                              else "this module's journal, stale: it describes edits no longer in the file"))
     after = load(new_text, name) if new_text is not None else None
     return {
         "text": new_text,
@@ -396,7 +397,8 @@ def _plan_absent(text, data, params, journal, in_sync, name, journal_name, track
                 key = tuple(edit["key"])
                 tracker.add(_label(key), _shown(edit.get("after")), _shown(before), reason=_undo_reason(key, edit, before))
         if journal.get("original") is None:
-            tracker.add("file %s" % name, "created by this module", None, reason="created by this module (removed)")
+            tracker.add("file %s" % name, "created by this module", None, reason="created by this module",
+                        path=name, action="removed")
             return None, None, _recorded_dirs(journal)
         return journal["original"], None, []
     new_text = undo_edits(text, journal["edits"], name, tracker, warnings)
@@ -409,6 +411,7 @@ def _plan_absent(text, data, params, journal, in_sync, name, journal_name, track
             "first" % (name, default, default)
         )
     if journal.get("original") is None and after == {}:
-        tracker.add("file %s" % name, "created by this module", None, reason="created by this module (removed)")
+        tracker.add("file %s" % name, "created by this module", None, reason="created by this module",
+                    path=name, action="removed")
         return None, None, _recorded_dirs(journal)
     return new_text, None, []

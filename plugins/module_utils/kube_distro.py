@@ -18,6 +18,7 @@ import posixpath
 import re
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import change, file_action
 
 # Per distribution: its systemd units (server first), its data dir and its /etc dir.
 DISTRIBUTIONS = {
@@ -244,7 +245,7 @@ def plan(found, params, config_data, template_texts, drop_in_text_now, created):
         writes[found["drop_in"]] = new_drop_in
     for path, text in sorted(writes.items()):
         before = template_texts.get(path, drop_in_text_now if path == found["drop_in"] else None)
-        changes.append("%s: %s" % (path, "removed" if text is None else "updated" if before is not None else "created"))
+        changes.append(change(path, file_action(before, text)))
     return {"writes": writes, "changes": changes, "warnings": warnings, "version": version,
             "expected": {"runtimes": wanted, "default": default, "default_before": default_now},
             "template": template_path, "extra_runtimes": sorted(extra)}

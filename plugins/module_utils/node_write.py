@@ -17,6 +17,7 @@ import posixpath
 import shlex
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import change, file_action
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import NodeFsError
 
 
@@ -78,8 +79,7 @@ def write(node, request, result, check_mode, run_command):
     if missing and not request["make_dirs"]:
         raise WriteRefused("the directory of %s does not exist (make_dirs is false)" % host_path)
     result.update(changed=True, dirs_created=missing)
-    result["changes"] = [{"path": d, "action": "created"} for d in missing] + [
-        {"path": host_path, "action": "updated" if current is not None else "created"}]
+    result["changes"] = [change(d, "created") for d in missing] + [change(host_path, file_action(current, data))]
     if check_mode:
         return
     if missing:

@@ -24,6 +24,7 @@ import posixpath
 import re
 import time
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import change
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import is_under, normalize_host_path
 
 TAG = "gpu_node.container_toolkit"
@@ -158,9 +159,18 @@ def removable(owner, dirs):
 
 
 def dir_changes(dirs, removed, check_mode):
-    """A result's ``changes`` line for each of ``dirs`` a removal tried (``removed``: those it did)."""
-    return ["directory %s: created by this module (%s)" % (
-        d, "removed" if d in removed else "removed when empty" if check_mode else "kept: not empty") for d in dirs]
+    """A result's ``changes`` entry for each of ``dirs`` a removal tried (``removed``: those it did).
+    In check mode none is removed, and whether one would be empty cannot be told: each is reported
+    as removed, when empty."""
+    out = []
+    for d in dirs:
+        if d in removed:
+            out.append(change(d, "removed", "created by this module"))
+        elif check_mode:
+            out.append(change(d, "removed", "created by this module; removed only when empty"))
+        else:
+            out.append(change(d, "kept", "created by this module; not empty"))
+    return out
 
 
 def backup_name(host_path, hidden_in=None):

@@ -27,6 +27,7 @@ import posixpath
 import re
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import change
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import MAX_LINK_HOPS
 
 # name -> wrapper kind
@@ -292,7 +293,7 @@ def present_result(install_dir, target, entries, decided, had_install, remounted
     manifest was read), whoever decided it."""
     steps, changes_made = decided["steps"], list(decided["changes"])
     if remounted:
-        changes_made.append({"path": target, "action": "remounted exec"})
+        changes_made.append(change(target, "remounted exec"))
     before = decided["before"]
     return {"changed": bool(changes_made), "changes": changes_made, "exec_mount": bool(remounted),
             "files": [posixpath.join(target, name) for name in sorted(entries)],
@@ -327,11 +328,11 @@ def swap_set(entries, steps, manifest_text=None):
 def changes(install_dir, steps, dirs_created=(), manifest_action=None):
     """The result's ``changes``: ``{"path": host path, "action"}`` for each directory created,
     entry created, updated or removed, and the manifest."""
-    out = [{"path": d, "action": "created"} for d in dirs_created]
+    out = [change(d, "created") for d in dirs_created]
     for key, action in (("add", "created"), ("update", "updated"), ("metadata", "updated"), ("remove", "removed")):
-        out += [{"path": posixpath.join(install_dir, name), "action": action} for name in steps.get(key, ())]
+        out += [change(posixpath.join(install_dir, name), action) for name in steps.get(key, ())]
     if manifest_action:
-        out.append({"path": posixpath.join(install_dir, MANIFEST_NAME), "action": manifest_action})
+        out.append(change(posixpath.join(install_dir, MANIFEST_NAME), manifest_action))
     return out
 
 

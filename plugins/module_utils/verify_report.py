@@ -6,10 +6,12 @@ for the table and its whole detail for the lines below it, and the fleet table i
 
 verify runs the provisioning role in check mode with the role's changed flags turned off (its recap
 counts no changes), so "would change" is read from each result's ``changes``, which every module
-of the collection returns.
+of the collection returns in one shape (``module_utils.differences``).
 """
 
 from __future__ import annotations
+
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import change_line
 
 STATUS_RANK = {"-": 0, "ok": 1, "would change": 2, "failed": 3}
 # A problem's detail names this many changes, then how many more (--check --diff shows them all);
@@ -28,12 +30,6 @@ def _skipped(result):
     return not result or all(item.get("skipped") for item in _items(result))
 
 
-def _change_line(change):
-    if isinstance(change, dict):
-        return ("%s %s" % (change.get("action", "changed"), change.get("path", ""))).strip()
-    return str(change)
-
-
 def _first_line(text):
     text = str(text or "failed").strip()
     head = text.split("\n", 1)[0]
@@ -49,7 +45,7 @@ def _cdi_change(item):
     previous, running = item.get("previous_driver_version"), item.get("driver_version")
     if previous and running and previous != running:
         return "made from driver %s, running %s" % (previous, running)
-    if before == "" or any(isinstance(c, dict) and c.get("action") == "created" for c in item.get("changes") or ()):
+    if before == "" or any(c.get("action") == "created" for c in item.get("changes") or ()):
         return "missing"
     return "differs"
 
@@ -76,7 +72,7 @@ def node_findings(results, answered_by_look=None, exec_result=None, stopped=None
         for item in failed:
             found.append(("failed: " + _first_line(item.get("msg")), "failed: " + str(item.get("msg") or "failed").strip()))
         for item in would:
-            lines = [_change_line(change) for change in item["changes"]]
+            lines = [change_line(change) for change in item["changes"]]
             if check == "CDI specs":
                 found.append(("would change: " + _cdi_change(item),
                               "would change %s: %s" % (item.get("path") or "", _cdi_change(item))))

@@ -69,19 +69,10 @@ extends_documentation_fragment:
   - gpu_node.container_toolkit.node
   - gpu_node.container_toolkit.node.READ_AHEAD
   - gpu_node.container_toolkit.attributes.NODE_GROUP
+  - gpu_node.container_toolkit.attributes.CONFIG_EDIT
 attributes:
-  check_mode:
-    support: full
-    details: Nothing is written in check mode; the result says what would change.
   diff_mode:
-    support: full
     details: The diff shows the text of each file before and after.
-  safe_file_operations:
-    support: full
-  idempotent:
-    support: full
-  platform:
-    platforms: posix
 options:
   path:
     description:
@@ -293,11 +284,39 @@ config_version_source:
   type: str
   sample: containerd 2.0 on the node
 changes:
-  description: One line per difference found, in words.
+  description:
+    - What this run changed (or, in check mode, would have), one entry per difference.
+    - A setting that differed is V(updated) on its file (V(created) when the file was missing), named in C(setting).
+    - A file or directory removed by O(state=absent) is V(removed) (a directory this module created, V(kept)
+      when it is not empty), and so is each copy O(remove_backups) removes.
+    - Before this release each entry was a line in words; the entries are now of the shape every module
+      of the collection returns, the words kept in C(setting) and C(reason).
   returned: always
   type: list
-  elements: str
-  sample: ["runtime nvidia: missing (added, copied from runc)", "enable_cdi: False -> True"]
+  elements: dict
+  contains:
+    path:
+      description: The host path of the file or directory.
+      type: str
+      sample: /etc/containerd/config.toml
+    action:
+      description: What happened to it.
+      type: str
+      choices: [created, updated, removed, kept]
+      sample: updated
+    setting:
+      description: The setting of the file that differed; absent where the change is the whole file's.
+      type: str
+      returned: when one setting of the file differed
+      sample: runtime nvidia
+    reason:
+      description: Why, or what the setting was and is now, in words.
+      type: str
+      returned: when there is more to say than the action
+      sample: "missing (added, copied from runc)"
+  sample:
+    - {path: /etc/containerd/config.toml, action: updated, setting: runtime nvidia, reason: "missing (added, copied from runc)"}
+    - {path: /etc/containerd/config.toml, action: updated, setting: enable_cdi, reason: "False -> True"}
 warnings:
   description: Things containerd would do differently from what the file seems to say.
   returned: when there is something to warn about

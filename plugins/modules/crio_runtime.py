@@ -45,19 +45,10 @@ extends_documentation_fragment:
   - gpu_node.container_toolkit.node
   - gpu_node.container_toolkit.node.READ_AHEAD
   - gpu_node.container_toolkit.attributes.NODE_GROUP
+  - gpu_node.container_toolkit.attributes.CONFIG_EDIT
 attributes:
-  check_mode:
-    support: full
-    details: Nothing is written in check mode; the result says what would change.
   diff_mode:
-    support: full
     details: The diff shows the drop-in before and after.
-  safe_file_operations:
-    support: full
-  idempotent:
-    support: full
-  platform:
-    platforms: posix
 options:
   path:
     description:
@@ -162,11 +153,33 @@ path:
   type: str
   sample: /etc/crio/crio.conf.d/99-nvidia.toml
 changes:
-  description: One line per file written or removed, in words.
+  description:
+    - What this run changed (or, in check mode, would have), one entry per difference.
+    - The drop-in is V(created), V(updated) or V(removed); a directory this module created and
+      O(state=absent) tried to remove is V(removed) (V(kept) when it is not empty), and so is each copy
+      O(remove_backups) removes.
+    - Before this release each entry was a line in words; the entries are now of the shape every module
+      of the collection returns.
   returned: always
   type: list
-  elements: str
-  sample: ["/etc/crio/crio.conf.d/99-nvidia.toml: created"]
+  elements: dict
+  contains:
+    path:
+      description: The host path of the file or directory.
+      type: str
+      sample: /etc/crio/crio.conf.d/99-nvidia.toml
+    action:
+      description: What happened to it.
+      type: str
+      choices: [created, updated, removed, kept]
+      sample: created
+    reason:
+      description: Why, in words.
+      type: str
+      returned: when there is more to say than the action
+      sample: "created by this module; not empty"
+  sample:
+    - {path: /etc/crio/crio.conf.d/99-nvidia.toml, action: created}
 base_runtime:
   description: The runtime handler whose settings the runtimes start from.
   returned: when O(state=present)

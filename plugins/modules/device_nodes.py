@@ -212,6 +212,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
     node_model,
     procfs,
 )
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import change
 
 
 def argument_spec():
@@ -299,7 +300,7 @@ def converge(module, node, result):
                 module.fail_json(msg="%s; %s was left as it was" % (exc, host_path), **result)
         result["changed"] = True
         result["created" if action == "create" else "fixed"].append(host_path)
-        result["changes"].append({"path": host_path, "action": device_nodes.CHANGE_ACTIONS[action]})
+        result["changes"].append(change(host_path, device_nodes.CHANGE_ACTIONS[action]))
     if params["char_links"]:
         converge_char_links(module, node, dev_dir, real_dir, nodes, result, before_lines, after_lines)
     # The diff is always returned; Ansible shows it only with --diff.

@@ -170,6 +170,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
     node_reads,
     persistence,
 )
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import change
 
 PENDING_TEXT = "(written by this run)\n"
 
@@ -192,8 +193,8 @@ def remove_all(module, node, kept, real_dir, result):
     if not module.check_mode:
         node.remove_tree(real_dir)
     result["changed"] = True
-    result["changes"] = [{"path": posixpath.join(kept, name), "action": "removed"} for name in names]
-    result["changes"].append({"path": kept, "action": "removed"})
+    result["changes"] = [change(posixpath.join(kept, name), "removed") for name in names]
+    result["changes"].append(change(kept, "removed"))
     result["diff"] = [node_fs.text_diff(posixpath.join(kept, name), persistence.diff_text(current[name][0]),
                                         posixpath.join(kept, name), None) for name in names]
 
@@ -263,7 +264,7 @@ def keep(module, node, kept, real_dir, result):
         made = []
         if action == "create":
             made = [named(d) for d in node.missing_dirs(posixpath.dirname(target))]
-            made = [d for d in made if {"path": d, "action": "created"} not in result["changes"]]
+            made = [d for d in made if change(d, "created") not in result["changes"]]
         if not module.check_mode:
             try:
                 if action == "remove":
@@ -282,11 +283,11 @@ def keep(module, node, kept, real_dir, result):
             result["diff"].append(node_fs.text_diff(
                 host_path, persistence.diff_text(before), host_path,
                 PENDING_TEXT if name in pending else persistence.diff_text(after) if action != "remove" else None))
-        result["changes"].extend({"path": d, "action": "created"} for d in made)
-        result["changes"].append({"path": host_path, "action": persistence.CHANGE_ACTIONS[action]})
+        result["changes"].extend(change(d, "created") for d in made)
+        result["changes"].append(change(host_path, persistence.CHANGE_ACTIONS[action]))
     if not module.check_mode:
         removed = node.remove_empty_dirs(subdirs)
-        result["changes"].extend({"path": named(d), "action": "removed"} for d in removed)
+        result["changes"].extend(change(named(d), "removed") for d in removed)
         for directory in [real_dir] + subdirs:
             if directory not in removed:
                 node.remove_stale_temps(directory)

@@ -32,19 +32,12 @@ extends_documentation_fragment:
   - gpu_node.container_toolkit.node
   - gpu_node.container_toolkit.node.READ_AHEAD
   - gpu_node.container_toolkit.attributes.NODE_GROUP
+  - gpu_node.container_toolkit.attributes.CONFIG_EDIT
 attributes:
   check_mode:
-    support: full
     details: Nothing is written in check mode.
   diff_mode:
-    support: full
     details: The diff shows the file's text before and after.
-  safe_file_operations:
-    support: full
-  idempotent:
-    support: full
-  platform:
-    platforms: posix
 options:
   path:
     description:
@@ -166,11 +159,42 @@ path:
   type: str
   sample: /home/kubernetes/bin/nvidia/toolkit/.config/nvidia-container-runtime/config.toml
 changes:
-  description: One line per key that differed.
+  description:
+    - What this run changed (or, in check mode, would have), one entry per difference.
+    - A setting that differed is V(updated) on its file (V(created) when the file was missing), named in C(setting).
+    - With O(state=absent), the file is V(removed), or V(kept) with the reason (a file this module did not
+      create, or one holding keys it does not set); each directory made for it is V(removed) (V(kept) when
+      it is not empty).
+    - Before this release each entry was a line in words; the entries are now of the shape every module
+      of the collection returns, the words kept in C(setting) and C(reason).
   returned: always
   type: list
-  elements: str
-  sample: ["nvidia-container-cli.root: '/' -> '/home/kubernetes/bin/nvidia'"]
+  elements: dict
+  contains:
+    path:
+      description: The host path of the file or directory.
+      type: str
+      sample: /etc/nvidia-container-runtime/config.toml
+    action:
+      description: What happened to it.
+      type: str
+      choices: [created, updated, removed, kept]
+      sample: updated
+    setting:
+      description: The setting of the file that differed; absent where the change is the whole file's.
+      type: str
+      returned: when one setting of the file differed
+      sample: nvidia-container-cli.root
+    reason:
+      description: Why, or what the setting was and is now, in words.
+      type: str
+      returned: when there is more to say than the action
+      sample: "'/' -> '/home/kubernetes/bin/nvidia'"
+  sample:
+    - path: /etc/nvidia-container-runtime/config.toml
+      action: updated
+      setting: nvidia-container-cli.root
+      reason: "'/' -> '/home/kubernetes/bin/nvidia'"
 driver_root:
   description: The C(nvidia-container-cli.root) value written.
   returned: when O(state=present)

@@ -320,7 +320,11 @@ config:
   sample:
     changed: true
     path: /home/kubernetes/bin/nvidia/toolkit/.config/nvidia-container-runtime/config.toml
-    changes: ["nvidia-container-cli.root: unset -> '/home/kubernetes/bin/nvidia'"]
+    changes:
+      - path: /home/kubernetes/bin/nvidia/toolkit/.config/nvidia-container-runtime/config.toml
+        action: updated
+        setting: nvidia-container-cli.root
+        reason: "unset -> '/home/kubernetes/bin/nvidia'"
     driver_root: /home/kubernetes/bin/nvidia
 """
 
@@ -340,6 +344,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
     toolkit_layout,
     toolkit_source,
 )
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import change
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import NodeFsError, NodeRoot
 
 
@@ -524,7 +529,7 @@ class Installer:
             node.remove(self.host(name))
         removed_dirs = node.remove_empty_dirs(ownership.removable(
             posixpath.join(self.target, toolkit_layout.MANIFEST_NAME), manifest["created_dirs"]))
-        self.result["changes"] += [{"path": d, "action": "removed"} for d in removed_dirs]
+        self.result["changes"] += [change(d, "removed") for d in removed_dirs]
 
     def run(self):
         with self.node.locked():

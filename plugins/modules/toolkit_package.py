@@ -218,6 +218,11 @@ changes:
       description: What happened to it.
       type: str
       choices: [created, updated, removed, kept, installed]
+    reason:
+      description: Why a repository file was V(kept).
+      type: str
+      returned: with V(kept)
+      sample: changed since this module wrote it
   sample:
     - path: /etc/apt/sources.list.d/nvidia-container-toolkit.list
       action: created
@@ -236,6 +241,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
     ownership,
 )
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_package as tp
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import change, file_action
 
 
 def fail(module, msg, result):
@@ -287,7 +293,7 @@ def write_file(module, node, path, text, mode, result):
         node.make_dirs(posixpath.dirname(path))
         node.write(path, text.encode("utf-8"), mode=mode)
     result["changed"] = True
-    result["changes"].append({"path": path, "action": "updated" if current is not None else "created"})
+    result["changes"].append(change(path, file_action(current, text)))
     result["diff"].append(node_fs.text_diff(path, current, path, text))
     return made if current is None else None
 
@@ -324,7 +330,7 @@ def present(module, node, manager, installed, record_path, result):
         # module says the run would change the node, and what.
         result["changed"] = True
         specs = dict(zip(tp.PACKAGES, tp.package_specs(manager, version)))
-        result["changes"].extend({"path": specs[name], "action": "installed"} for name in install)
+        result["changes"].extend(change(specs[name], "installed") for name in install)
     result.update(packages=tp.package_specs(manager, version), install=install,
                   update_cache=bool(install) or any(c["path"] in files for c in result["changes"]))
 
@@ -337,7 +343,7 @@ def remove_file(module, node, entry, result):
         return
     if tp.digest(text) != entry["sha256"]:
         module.warn("%s was changed since this module wrote it; it was kept, remove it by hand if it must go" % path)
-        result["changes"].append({"path": path, "action": "kept"})
+        result["changes"].append(change(path, "kept", "changed since this module wrote it"))
         return
     remove_owned(module, node, path, text, entry.get("created_dirs", []), result)
 
@@ -347,12 +353,12 @@ def remove_owned(module, node, path, text, created_dirs, result):
     if not module.check_mode:
         node.remove(path)
     result["changed"] = True
-    result["changes"].append({"path": path, "action": "removed"})
+    result["changes"].append(change(path, "removed"))
     result["diff"].append(node_fs.text_diff(path, text, path, None))
     dirs = ownership.removable(path, created_dirs)
     if dirs and not module.check_mode:
         for directory in node.remove_empty_dirs(dirs):
-            result["changes"].append({"path": directory, "action": "removed"})
+            result["changes"].append(change(directory, "removed"))
 
 
 def absent(module, node, installed, record_path, result):

@@ -115,9 +115,10 @@ def edit(text, params, containerd_output=None, drop_in_text=None, name="config.t
             # Made from nothing by this module, and nothing of anyone else's in it: it goes.
             remove_root = True
             remove_dirs.append((name, created[1]))
-            tracker.add("file %s" % name, "created by this module", None, reason="created by this module (removed)")
+            tracker.add("file %s" % name, "created by this module", None, reason="created by this module",
+                        path=name, action="removed")
         if drop_in and drop_in_text is not None:
-            tracker.add("drop_in %s" % drop_in, "present", None, reason="present (removed)")
+            tracker.add("drop_in %s" % drop_in, "present", None, path=drop_in, action="removed")
             drop_created = ownership.record_in_text(drop_in_text)
             if drop_created is not None:
                 remove_dirs.append((drop_in, drop_created[1]))
@@ -154,7 +155,7 @@ def edit(text, params, containerd_output=None, drop_in_text=None, name="config.t
         "remove_dirs": remove_dirs,
         "version": version,
         "version_source": source,
-        "changes": tracker.reasons(),
+        "changes": tracker.changes(name, "created" if text is None else "updated"),
         "warnings": warnings,
         "cri_disabled_by": cri_disabled_by,
         "restart_required": bool(restart) and (doc.changed or new_drop_in != drop_in_text),
@@ -259,6 +260,6 @@ def _present_drop_in(doc, version, params, tracker, drop_in, drop_in_text):
     elif ownership.record_in_text(drop_in_text) is not None:
         # Rewritten: it stays the file this module created, with the directories it made for it.
         new_text = ownership.record_in_text(drop_in_text)[0] + "\n" + new_text
-    tracker.add("drop_in %s" % drop_in, drop_in_text, new_text,
-                reason="missing (written)" if drop_in_text is None else "differs (rewritten)")
+    tracker.add("drop_in %s" % drop_in, drop_in_text, new_text, reason=None if drop_in_text is None else "differs",
+                path=drop_in)
     return new_text

@@ -17,7 +17,8 @@ rest the same way for every engine:
   and only where :func:`...module_utils.ownership.removable` allows;
 - with ``remove_backups``, the copies this module made earlier go, chosen before anything is
   written, so the copies this run makes are kept;
-- one result: ``changes`` (lines), ``restart_required`` (only when what the engine reads changed),
+- one result: ``changes`` (``{"path", "action"}`` entries, built by ``module_utils.differences``),
+  ``restart_required`` (only when what the engine reads changed),
   ``backup_files``, ``removed_dirs``, ``removed_backups``, one ``diff`` entry per file.
 """
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import posixpath
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import change
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import text_diff
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import NodeFile
@@ -84,10 +86,11 @@ class BackupSet:
 
 class EnginePlan:
     """What an engine's rules decided: ``steps`` (FileStep, in order), ``remove_dirs`` (``(owner
-    host path, recorded directories)`` of the removed files), ``changes`` and ``warnings`` (lines),
+    host path, recorded directories)`` of the removed files), ``changes`` (entries of
+    :func:`...module_utils.differences.change`), ``warnings`` (lines),
     ``restart_required`` (the engine reads something new once the files are written), ``result``
     (keys of the task's result: ``path`` and the engine's own), ``backups`` (BackupSet, for
-    ``remove_backups``), ``notes`` (symlink notes, shown first when something changed)."""
+    ``remove_backups``), ``notes`` (symlink notes: the result's ``symlinks``)."""
 
     def __init__(self, steps=(), remove_dirs=(), changes=(), warnings=(), restart_required=False, result=None,
                  backups=(), notes=()):
@@ -136,17 +139,17 @@ class EngineAction(NodeActionBase):
                 diffs.append(text_diff(step.node_file.host_path, step.before, step.node_file.host_path, step.text))
         removed_dirs = []
         if plan.remove_dirs:
-            removed_dirs, lines = files.remove_created_dirs(host_root, plan.remove_dirs, check_mode)
-            out["changes"].extend(lines)
+            removed_dirs, dir_changes = files.remove_created_dirs(host_root, plan.remove_dirs, check_mode)
+            out["changes"].extend(dir_changes)
         if remove_backups:
             out["removed_backups"] = [copy_path for copy_path, _text in old_copies]
         if old_copies:
             for copy_path, text in old_copies:
                 files.remove(NodeFile(host_root, copy_path, copy_path, True, text, []), check_mode)
-            out["changes"].extend("backup %s: made by this module (removed)" % c for c in out["removed_backups"])
-            removed, lines = files.remove_created_dirs(host_root, copy_records, check_mode)
+            out["changes"].extend(change(c, "removed", "a backup made by this module") for c in out["removed_backups"])
+            removed, dir_changes = files.remove_created_dirs(host_root, copy_records, check_mode)
             removed_dirs.extend(removed)
-            out["changes"].extend(lines)
+            out["changes"].extend(dir_changes)
             changed = True
         if plan.remove_dirs or old_copies:
             out["removed_dirs"] = removed_dirs
@@ -157,8 +160,6 @@ class EngineAction(NodeActionBase):
             out["backup_files"] = backup_files
             if backup_files.get(out.get("path")):
                 out["backup_file"] = backup_files[out["path"]]
-        if changed and plan.notes:
-            out["changes"] = list(plan.notes) + out["changes"]
         if self.diff_mode and diffs:
             out["diff"] = diffs
         return out

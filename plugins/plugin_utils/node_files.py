@@ -266,7 +266,7 @@ class NodeFiles:
         empty. ``records``: ``(owner, dirs)`` pairs, ``owner`` the host path of the file whose record
         listed ``dirs``; only what :func:`ownership.removable` allows that file is touched, whatever a
         forged record lists. Returns ``(removed, changes)``: the host paths removed (none in check
-        mode, where whether a directory would be empty cannot be told) and a line for each."""
+        mode, where whether a directory would be empty cannot be told) and a change for each."""
         host_dirs = ownership.deepest_first(d for owner, dirs in records for d in ownership.removable(owner, dirs))
         removed = []
         if host_dirs and not check_mode:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import ownership
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_config as tc
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import DifferenceTracker, change
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import text_diff
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import normalize_host_path
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import missing_dirs, parent_dirs
@@ -43,7 +43,8 @@ def edit(text, wanted, name="config.toml"):
             # (type, value): 1 and true are equal in Python but not in TOML.
             reason = "%r -> %r" % (current, value) if current is not None else "unset -> %r" % (value,)
             tracker.add(".".join(keys), (type(current).__name__, current), (type(value).__name__, value), reason=reason)
-    return {"text": doc.text, "changes": tracker.reasons(), "settings": doc.data}
+    return {"text": doc.text, "changes": tracker.changes(name, "created" if text is None else "updated"),
+            "settings": doc.data}
 
 
 def runtime_binary(text, name="runc"):
@@ -95,10 +96,10 @@ def converge(files, args, check_mode, diff_mode):
     if args["state"] == "absent":
         kept = why_kept(node_file, args.get("settings"))
         if kept:
-            out.update(changed=False, kept=kept, changes=["%s: kept: %s" % (node_file.host_path, kept)])
+            out.update(changed=False, kept=kept, changes=[change(node_file.host_path, "kept", kept)])
             return out
         changed = files.remove(node_file, check_mode)
-        out.update(changed=changed, changes=["%s: present (removed)" % node_file.host_path] if changed else [])
+        out.update(changed=changed, changes=[change(node_file.host_path, "removed")] if changed else [])
         # The directories the first write made for it go too, each only when it is empty.
         record = ownership.record_in_text(node_file.text) if changed else None
         if record is not None:

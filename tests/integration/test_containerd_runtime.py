@@ -73,7 +73,8 @@ def test_gke_cos_config_done_when(tmp_path, workdir):
     config, original, sock = node_with(tmp_path, "gke-cos.toml", workdir)
     args = {"host_root": str(tmp_path), "install_dir": COS_TOOLKIT, "enable_cdi": True}
     results = four_runs(args)
-    assert "runtime nvidia: missing (added, copied from runc)" in results[1]["changes"]
+    assert {"path": CONFIG, "action": "updated", "setting": "runtime nvidia",
+            "reason": "missing (added, copied from runc)"} in results[1]["changes"]
     assert results[1]["config_version"] == 2 and results[1]["path"] == CONFIG
     edited = config.read_text()
     for line in original.splitlines():
@@ -156,7 +157,8 @@ def test_default_config_set_as_default_with_backup_and_diff(tmp_path, workdir):
     assert handlers["nvidia-cdi"]["options"]["BinaryName"] == "/usr/local/nvidia/toolkit/nvidia-container-runtime.cdi"
     mode_before = backup.stat().st_mode
     removed = run_module("containerd_runtime", {"host_root": str(tmp_path), "state": "absent"})
-    assert removed["changed"] is True and "default_runtime_name: 'nvidia' -> 'runc' (restored)" in removed["changes"]
+    assert removed["changed"] is True and {"path": CONFIG, "action": "updated", "setting": "default_runtime_name",
+                                           "reason": "'nvidia' -> 'runc' (restored)"} in removed["changes"]
     assert config.read_text() == original
     assert config.stat().st_mode == mode_before
 
@@ -361,7 +363,8 @@ def test_missing_file_removed_again_with_its_directory(tmp_path):
     assert config.read_text().splitlines()[0].endswith('["/etc/containerd"]')
     check = run_module("containerd_runtime", dict(args, state="absent"), check=True)
     assert check["changed"] is True and config.exists()
-    assert "directory /etc/containerd: created by this module (removed when empty)" in check["changes"]
+    assert {"path": "/etc/containerd", "action": "removed",
+            "reason": "created by this module; removed only when empty"} in check["changes"]
     removed = run_module("containerd_runtime", dict(args, state="absent"))
     assert removed["changed"] is True and removed["restart_required"] is True, removed
     assert removed["removed_dirs"] == ["/etc/containerd"] and "backup_file" not in removed
@@ -376,7 +379,7 @@ def test_missing_file_with_a_strangers_file_next_to_it_keeps_the_directory(tmp_p
     removed = run_module("containerd_runtime", {"host_root": str(tmp_path), "state": "absent"})
     assert removed["removed_dirs"] == [] and other.read_text() == "# someone else's\n"
     assert not (tmp_path / CONFIG.lstrip("/")).exists()
-    assert "directory /etc/containerd: created by this module (kept: not empty)" in removed["changes"]
+    assert {"path": "/etc/containerd", "action": "kept", "reason": "created by this module; not empty"} in removed["changes"]
 
 
 def test_remove_backups_takes_only_the_copies_this_module_made(tmp_path, workdir):
@@ -483,7 +486,8 @@ def test_docker_containerd_io_config_gets_cri_only_when_asked(tmp_path, workdir)
     enabled = [run_module("containerd_runtime", dict(args, enable_cri=True), check=check) for check in (True, False, False)]
     assert [r["changed"] for r in enabled] == [True, True, False], enabled
     assert [r["cri_disabled_by"] for r in enabled] == [[], [], []]
-    assert "disabled_plugins: ['cri'] -> [] (enable_cri)" in enabled[1]["changes"]
+    assert {"path": CONFIG, "action": "updated", "setting": "disabled_plugins",
+            "reason": "['cri'] -> [] (enable_cri)"} in enabled[1]["changes"]
     assert cri_of_config() == ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]
 
     removed = run_module("containerd_runtime", dict(args, state="absent"))

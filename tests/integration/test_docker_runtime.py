@@ -71,7 +71,8 @@ def test_each_fixture_edited_loaded_by_dockerd_and_given_back(tmp_path, daemon, 
         pass  # the fixture as documented is accepted by the real dockerd
     args = {"host_root": str(tmp_path), "install_dir": COS_TOOLKIT, "set_as_default": True, "enable_cdi": True}
     results = four_runs(args)
-    assert "runtime nvidia-cdi: missing (added, path %s)" % NVIDIA["nvidia-cdi"] in results[1]["changes"]
+    assert {"path": CONFIG, "action": "updated", "setting": "runtime nvidia-cdi",
+            "reason": "missing (added, path %s)" % NVIDIA["nvidia-cdi"]} in results[1]["changes"]
     assert results[1]["path"] == CONFIG and results[1]["journal"] == JOURNAL
     assert (tmp_path / JOURNAL.lstrip("/")).stat().st_mode & 0o777 == 0o600
 

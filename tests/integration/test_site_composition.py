@@ -195,7 +195,9 @@ def test_the_toolkit_config_is_written_in_the_install_run(fake_node_factory, tmp
     assert 'root = "/home/kubernetes/bin/nvidia"' in config.read_text()
     found = json.loads(report.read_text())
     assert found["config"]["changed"] and found["config"]["path"].endswith("/config.toml"), found
-    assert found["config"]["changes"] == ["nvidia-container-cli.root: '/' -> '/home/kubernetes/bin/nvidia'"], found
+    assert found["config"]["changes"] == [{"path": found["config"]["path"], "action": "updated",
+                                           "setting": "nvidia-container-cli.root",
+                                           "reason": "'/' -> '/home/kubernetes/bin/nvidia'"}], found
     assert found["install_changed"] and found["install_changes"] == [] and not found["binaries_changed"], found
     # The install's task (for its config) and the report's copy; nothing else.
     assert recap(proc.stdout)["localhost"]["changed"] == 2, proc.stdout[-5000:]

@@ -314,7 +314,8 @@ def test_config_is_written_in_the_install_run_as_toolkit_config_writes_it(cos_no
     cos_node.node_path(CONFIG).write_text(written.replace('mode = "cdi"', 'mode = "legacy"'))
     result = run_module("toolkit_install", args_for(cos_node, str(tree), config=config), diff=True)
     assert result["_rc"] == 0 and result["changed"] and result["changes"] == [], result
-    assert result["config"]["changes"] == ["nvidia-container-runtime.mode: 'legacy' -> 'cdi'"], result
+    assert result["config"]["changes"] == [{"path": CONFIG, "action": "updated", "setting": "nvidia-container-runtime.mode",
+                                            "reason": "'legacy' -> 'cdi'"}], result
     assert '-mode = "legacy"' in result["_diff_text"] and '+mode = "cdi"' in result["_diff_text"], result["_diff_text"]
     assert cos_node.node_path(CONFIG).read_text() == written
 

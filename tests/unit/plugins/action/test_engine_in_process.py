@@ -62,7 +62,9 @@ def test_containerd_made_from_nothing_goes_with_its_directories_and_backups(tmp_
     check = converge(monkeypatch, "containerd_runtime", {"host_root": root, "state": "absent", "remove_backups": True},
                      check=True)
     assert check["changed"] and check["removed_backups"] == [again["backup_file"]] and config.exists()
-    assert "directory /etc/containerd: created by this module (removed when empty)" in check["changes"]
+    assert {"path": "/etc/containerd", "action": "removed",
+            "reason": "created by this module; removed only when empty"} in check["changes"]
+    assert {"path": again["backup_file"], "action": "removed", "reason": "a backup made by this module"} in check["changes"]
     gone = converge(monkeypatch, "containerd_runtime", {"host_root": root, "state": "absent", "remove_backups": True})
     assert gone["changed"] and gone["restart_required"] is True
     assert gone["removed_backups"] == [again["backup_file"]]
@@ -93,7 +95,7 @@ def test_crio_keeps_a_hand_changed_drop_in_whatever_backup_says(tmp_path, monkey
     root = str(tmp_path)
     made = converge(monkeypatch, "crio_runtime", {"host_root": root})
     path = tmp_path / "etc/crio/crio.conf.d/99-nvidia.toml"
-    assert made["changed"] and made["changes"] == ["/etc/crio/crio.conf.d/99-nvidia.toml: created"]
+    assert made["changed"] and made["changes"] == [{"path": "/etc/crio/crio.conf.d/99-nvidia.toml", "action": "created"}]
     edited = path.read_text() + "# mine\n"
     path.write_text(edited)
     check = converge(monkeypatch, "crio_runtime", {"host_root": root, "state": "absent"}, check=True)
@@ -133,7 +135,8 @@ def test_k3s_files_come_and_go_with_their_directories_and_a_hand_changed_one_is_
     assert not drop_in.exists() and not template.exists()
     # The copy stays beside the drop-in (k3s/RKE2 read only *.yaml there), so its directory stays too.
     assert gone["removed_dirs"] == []
-    assert "directory /etc/rancher/rke2/config.yaml.d: created by this module (kept: not empty)" in gone["changes"]
+    assert {"path": "/etc/rancher/rke2/config.yaml.d", "action": "kept",
+            "reason": "created by this module; not empty"} in gone["changes"]
     [copy] = (tmp_path / "etc/rancher/rke2/config.yaml.d").glob("99-gpu-node-container-toolkit.yaml.*~")
     assert "default-runtime: crun" in copy.read_text()
 

@@ -24,8 +24,11 @@ MISSING_SPEC = {"results": [{"changed": False, "path": SPEC, "driver_version": "
                              "previous_driver_version": None,
                              "changes": [{"path": "/var/run/cdi", "action": "created"},
                                          {"path": SPEC, "action": "created"}]}]}
-CONFIG_KEYS = ["nvidia-container-cli.root: unset -> '/home/kubernetes/bin/nvidia'",
-               "nvidia-container-runtime.mode: unset -> 'auto'"] + ["key%d: unset -> 1" % n for n in range(7)]
+CONFIG = "/etc/nvidia-container-runtime/config.toml"
+CONFIG_KEYS = [{"path": CONFIG, "action": "updated", "setting": "nvidia-container-cli.root",
+                "reason": "unset -> '/home/kubernetes/bin/nvidia'"},
+               {"path": CONFIG, "action": "updated", "setting": "nvidia-container-runtime.mode", "reason": "unset -> 'auto'"}
+               ] + [{"path": CONFIG, "action": "updated", "setting": "key%d" % n, "reason": "unset -> 1"} for n in range(7)]
 
 
 def results(**overrides):
@@ -51,7 +54,9 @@ def test_would_change_is_read_from_changes_and_the_cell_stays_short():
     assert row["toolkit"] == "would change"
     assert row["problems"] == "toolkit config: would change (9)"
     # The detail names the first five changes and how many more.
-    assert row["details"] == ["toolkit config: would change: " + "; ".join(CONFIG_KEYS[:5]) + "; and 4 more"]
+    lines = ["updated %s: %s: %s" % (CONFIG, change["setting"], change["reason"]) for change in CONFIG_KEYS[:5]]
+    assert lines[0] == "updated %s: nvidia-container-cli.root: unset -> '/home/kubernetes/bin/nvidia'" % CONFIG
+    assert row["details"] == ["toolkit config: would change: " + "; ".join(lines) + "; and 4 more"]
 
 
 def test_a_missing_cdi_spec_is_named_with_its_path():
@@ -63,7 +68,7 @@ def test_a_missing_cdi_spec_is_named_with_its_path():
 
 def test_a_spec_made_from_another_driver_says_which():
     spec = {"results": [{"path": SPEC, "driver_version": "550.1", "previous_driver_version": "535.1",
-                         "changes": ["device nvidia.com/gpu=0: differs"]}]}
+                         "changes": [{"path": SPEC, "action": "updated"}]}]}
     findings = verify_report.node_findings(results(**{"CDI specs": spec}))
     assert findings["problems"][0]["summary"] == "CDI specs: would change: made from driver 535.1, running 550.1"
     assert findings["problems"][0]["detail"] == "CDI specs: would change %s: made from driver 535.1, running 550.1" % SPEC
@@ -110,7 +115,9 @@ def test_a_check_stopped_by_a_failed_task_is_a_problem():
 
 def test_the_table_aligns_columns_and_puts_details_under_it():
     rows = [verify_row(results(), "short", COLUMNS, "cos", "535"),
-            verify_row(results(runtimes={"changes": ["runtime nvidia: missing"]}), "a-much-longer-node", COLUMNS,
+            verify_row(results(runtimes={"changes": [{"path": "/etc/containerd/config.toml", "action": "updated",
+                                                      "setting": "runtime nvidia", "reason": "missing"}]}),
+                       "a-much-longer-node", COLUMNS,
                        "ubuntu", "535"),
             {"node": "gone", "problems": "not checked: unreachable, or failed before the check"}]
     headers = ["node", "platform", "driver"] + list(COLUMNS) + ["problems"]
@@ -120,7 +127,7 @@ def test_the_table_aligns_columns_and_puts_details_under_it():
     for line in lines[1:4]:
         assert all(line[p - 2:p] == "  " and line[p] != " " for p in positions[1:]), line
     assert lines[3].split()[:3] == ["gone", "-", "-"]
-    assert lines[4:] == ["", "a-much-longer-node: runtimes: would change: runtime nvidia: missing"]
+    assert lines[4:] == ["", "a-much-longer-node: runtimes: would change: updated /etc/containerd/config.toml: runtime nvidia: missing"]
 
 
 def test_bad_arguments_are_named():

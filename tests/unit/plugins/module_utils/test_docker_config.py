@@ -151,7 +151,7 @@ def test_each_fixture_round_trip(name):
     removed = absent(first["text"], first["journal_text"])
     assert removed["text"] == original
     assert removed["journal_text"] is None and removed["restart_required"] is True
-    assert any(line.startswith("journal ") for line in removed["changes"])
+    assert {"path": dc.journal_path(dc.DEFAULT_PATH), "action": "removed", "reason": "this module's journal"} in removed["changes"]
     once_more = absent(original, None)
     assert once_more["text"] == original and once_more["changes"] == [] and once_more["restart_required"] is False
 
@@ -183,7 +183,8 @@ def test_an_existing_nvidia_runtime_keeps_its_keys_only_the_path_changes():
     result = present(original)
     data = dc.load(result["text"])
     assert data["runtimes"]["nvidia"] == {"path": NVIDIA["nvidia"], "runtimeArgs": []}
-    assert 'runtime nvidia path: "/usr/bin/nvidia-container-runtime" -> "%s"' % NVIDIA["nvidia"] in result["changes"]
+    assert {"path": dc.DEFAULT_PATH, "action": "updated", "setting": "runtime nvidia path",
+            "reason": '"/usr/bin/nvidia-container-runtime" -> "%s"' % NVIDIA["nvidia"]} in result["changes"]
     assert absent(result["text"], result["journal_text"])["text"] == original
 
 
@@ -208,7 +209,7 @@ def test_created_file_is_removed_with_the_directories_it_made():
     removed = absent(result["text"], result["journal_text"])
     assert removed["text"] is None and removed["journal_text"] is None
     assert removed["remove_dirs"] == [("/etc/docker/daemon.json", ["/etc/docker"])]
-    assert "file /etc/docker/daemon.json: created by this module (removed)" in removed["changes"]
+    assert {"path": "/etc/docker/daemon.json", "action": "removed", "reason": "created by this module"} in removed["changes"]
 
 
 def test_an_empty_file_gets_its_empty_bytes_back():
@@ -229,10 +230,11 @@ def test_set_as_default_false_gives_the_previous_default_back():
     original = fixture("docker-docs-runtimes.json")
     made_default = present(original, set_as_default=True)
     assert dc.load(made_default["text"])["default-runtime"] == "nvidia"
-    assert 'default-runtime: "runc" -> "nvidia"' in made_default["changes"]
+    assert {"path": dc.DEFAULT_PATH, "action": "updated", "setting": "default-runtime", "reason": '"runc" -> "nvidia"'} in made_default["changes"]
     undone = present(made_default["text"], made_default["journal_text"])
     assert dc.load(undone["text"])["default-runtime"] == "runc"
-    assert 'default-runtime: "nvidia" -> "runc" (restored: set_as_default is false)' in undone["changes"]
+    assert {"path": dc.DEFAULT_PATH, "action": "updated", "setting": "default-runtime",
+            "reason": '"nvidia" -> "runc" (restored: set_as_default is false)'} in undone["changes"]
     assert [e["key"] for e in json.loads(undone["journal_text"])["edits"]] == [
         ["runtimes", "nvidia"],
         ["runtimes", "nvidia-cdi"],
@@ -245,7 +247,7 @@ def test_enable_cdi_false_and_back():
     original = '{\n  "features": {\n    "cdi": true,\n    "buildkit": true\n  }\n}\n'
     off = present(original, enable_cdi=False)
     assert dc.load(off["text"])["features"] == {"cdi": False, "buildkit": True}
-    assert "features.cdi: true -> false" in off["changes"]
+    assert {"path": dc.DEFAULT_PATH, "action": "updated", "setting": "features.cdi", "reason": "true -> false"} in off["changes"]
     untouched = present(off["text"], off["journal_text"])
     assert untouched["changes"] == []
     assert absent(off["text"], off["journal_text"])["text"] == original
@@ -265,7 +267,7 @@ def test_changed_since_absent_undoes_only_what_is_still_ours():
     assert data["log-opts"] == {"max-size": "10m", "max-file": "3"}
     assert removed["warnings"] == ["%s: runtimes.nvidia-legacy was changed since this module set it; kept as it is now" % dc.DEFAULT_PATH]
     assert removed["journal_text"] is None
-    assert "runtime nvidia: added by this module (removed)" in removed["changes"]
+    assert {"path": dc.DEFAULT_PATH, "action": "updated", "setting": "runtime nvidia", "reason": "added by this module (removed)"} in removed["changes"]
 
 
 def test_changed_since_on_a_created_file_removes_it_only_when_empty():
@@ -314,7 +316,8 @@ def test_a_stale_journal_of_a_missing_file_is_dropped():
     assert json.loads(again["journal_text"])["created_dirs"] == []
     gone = absent(None, first["journal_text"])
     assert gone["text"] is None and gone["journal_text"] is None
-    assert gone["changes"] == ["journal %s: stale, removed" % dc.journal_path(dc.DEFAULT_PATH)]
+    assert gone["changes"] == [{"path": dc.journal_path(dc.DEFAULT_PATH), "action": "removed",
+                                "reason": "this module's journal, stale: it describes edits no longer in the file"}]
 
 
 @pytest.mark.parametrize("journal", ["not json", "[]", '{"format": 99, "edits": []}', '{"format": 1, "edits": [{"key": []}]}'])

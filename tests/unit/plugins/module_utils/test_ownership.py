@@ -88,7 +88,9 @@ def test_backup_names_match_their_pattern_and_nothing_else():
     assert not re.match(ownership.backup_pattern("/etc/docker/daemon.json"), "other.json.1.2026-01-01@00:00:00~")
 
 
-def test_each_directory_tried_gets_one_line():
+def test_each_directory_tried_gets_one_change():
     assert ownership.dir_changes(["/a/b", "/a"], ["/a/b"], False) == [
-        "directory /a/b: created by this module (removed)", "directory /a: created by this module (kept: not empty)"]
-    assert ownership.dir_changes(["/a"], [], True) == ["directory /a: created by this module (removed when empty)"]
+        {"path": "/a/b", "action": "removed", "reason": "created by this module"},
+        {"path": "/a", "action": "kept", "reason": "created by this module; not empty"}]
+    assert ownership.dir_changes(["/a"], [], True) == [
+        {"path": "/a", "action": "removed", "reason": "created by this module; removed only when empty"}]

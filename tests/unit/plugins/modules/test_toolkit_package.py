@@ -87,7 +87,7 @@ def test_a_repository_file_changed_by_hand_is_kept_with_a_warning(tmp_path):
     (root / LIST).write_text("deb http://elsewhere /\n")
     result, failed = run(root, state="absent")
     assert not failed and (root / LIST).exists() and not (root / KEYRING).exists()
-    assert {"path": "/" + LIST, "action": "kept"} in result["changes"]
+    assert {"path": "/" + LIST, "action": "kept", "reason": "changed since this module wrote it"} in result["changes"]
     assert any("changed since" in w for w in result.get("warnings", []))
 
 

@@ -55,13 +55,15 @@ def test_enable_cri_takes_it_out_and_absent_puts_the_file_back_byte_for_byte():
     edit = ct.edit(CONTAINERD_IO, params(enable_cri=True), name="/etc/containerd/config.toml")
     assert edit["cri_disabled_by"] == [] and edit["restart_required"]
     assert tomlkit.parse(edit["text"]).unwrap()["disabled_plugins"] == []
-    assert "disabled_plugins: ['cri'] -> [] (enable_cri)" in edit["changes"]
+    assert {"path": "/etc/containerd/config.toml", "action": "updated", "setting": "disabled_plugins",
+            "reason": "['cri'] -> [] (enable_cri)"} in edit["changes"]
     assert not [w for w in edit["warnings"] if "disabled_plugins" in w]
     again = ct.edit(edit["text"], params(enable_cri=True), name="/etc/containerd/config.toml")
     assert again["text"] == edit["text"] and again["changes"] == [] and not again["restart_required"]
     removed = ct.edit(edit["text"], params(state="absent"), name="/etc/containerd/config.toml")
     assert removed["text"] == CONTAINERD_IO
-    assert "disabled_plugins: [] -> ['cri'] (restored)" in removed["changes"]
+    assert {"path": "/etc/containerd/config.toml", "action": "updated", "setting": "disabled_plugins",
+            "reason": "[] -> ['cri'] (restored)"} in removed["changes"]
 
 
 def test_enable_cri_keeps_the_other_disabled_plugins():

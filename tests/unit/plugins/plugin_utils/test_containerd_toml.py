@@ -110,7 +110,8 @@ def test_inherits_template_options(name):
     expected = dict(runc, runtime_type="io.containerd.runc.v2")
     expected["options"] = dict(runc["options"], BinaryName="/usr/local/nvidia/toolkit/nvidia-container-runtime")
     assert nvidia == expected
-    assert "runtime nvidia: missing (added, copied from runc)" in result["changes"]
+    assert {"path": "config.toml", "action": "updated", "setting": "runtime nvidia",
+            "reason": "missing (added, copied from runc)"} in result["changes"]
 
 
 def test_gke_cos_done_when():
@@ -165,7 +166,8 @@ def test_missing_or_empty_file(text):
     runtimes = data["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
     # The runtimes table replaces containerd's built-in one: runc is kept, deliberately.
     assert runtimes["runc"] == {"runtime_type": "io.containerd.runc.v2"}
-    assert any("runtime runc: missing next to default_runtime_name" in c for c in result["changes"])
+    assert any(c["setting"] == "runtime runc" and c["reason"].startswith("missing next to default_runtime_name")
+               for c in result["changes"])
     back = ct.edit(result["text"], params(state="absent"))
     # The original bytes come back; a file created from nothing goes again (text None: remove it).
     assert back["text"] == text
@@ -196,8 +198,9 @@ def test_no_runc_created_when_only_binary_differs():
     first = ct.edit(text, params())
     moved = ct.edit(first["text"], params(runtimes=rt.default_runtimes("/opt/toolkit")))
     assert sorted(runtimes_of(moved["text"], 2)) == ["nvidia", "nvidia-cdi", "nvidia-legacy", "runc"]
-    assert "runtime nvidia BinaryName: '/usr/local/nvidia/toolkit/nvidia-container-runtime' -> " \
-           "'/opt/toolkit/nvidia-container-runtime'" in moved["changes"]
+    assert {"path": "config.toml", "action": "updated", "setting": "runtime nvidia BinaryName",
+            "reason": "'/usr/local/nvidia/toolkit/nvidia-container-runtime' -> '/opt/toolkit/nvidia-container-runtime'"
+            } in moved["changes"]
 
 
 def test_existing_runtime_fixed_not_recopied():
@@ -210,7 +213,8 @@ def test_existing_runtime_fixed_not_recopied():
     fixed = ct.edit(doc.as_string(), params())
     nvidia = runtimes_of(fixed["text"], 2)["nvidia"]
     assert nvidia["runtime_type"] == "io.containerd.runc.v2" and nvidia["options"]["Extra"] == "kept"
-    assert fixed["changes"] == ["runtime nvidia runtime_type: 'io.containerd.runc.v1' -> 'io.containerd.runc.v2'"]
+    assert fixed["changes"] == [{"path": "config.toml", "action": "updated", "setting": "runtime nvidia runtime_type",
+                                 "reason": "'io.containerd.runc.v1' -> 'io.containerd.runc.v2'"}]
 
 
 def test_set_as_default_recorded_and_restored():
@@ -221,7 +225,8 @@ def test_set_as_default_recorded_and_restored():
     # A later run without set_as_default puts the recorded default back.
     second = ct.edit(first["text"], params(set_as_default=False))
     assert containerd_of(second["text"], 2)["default_runtime_name"] == "runc"
-    assert "default_runtime_name: 'nvidia' -> 'runc' (restored)" in second["changes"]
+    assert {"path": "config.toml", "action": "updated", "setting": "default_runtime_name",
+            "reason": "'nvidia' -> 'runc' (restored)"} in second["changes"]
     assert ct.edit(second["text"], params(state="absent"))["text"] == text
 
 
@@ -313,7 +318,7 @@ def test_drop_in_carries_whole_cri_table_before_2_1(name):
     assert again["changes"] == [] and again["restart_required"] is False
     back = ct.edit(result["text"], params(drop_in=DROP_IN, state="absent"), drop_in_text=result["drop_in_text"])
     assert back["text"] == text and back["drop_in_text"] is None
-    assert "drop_in %s: present (removed)" % DROP_IN in back["changes"]
+    assert {"path": DROP_IN, "action": "removed"} in back["changes"]
 
 
 def test_drop_in_version_4_holds_only_runtimes():
@@ -365,7 +370,7 @@ def test_drop_in_rewritten_when_hand_edited():
     again = ct.edit(result["text"], params(drop_in=DROP_IN), drop_in_text=edited)
     assert again["drop_in_text"] == result["drop_in_text"]
     assert again["restart_required"] is True
-    assert any(c.startswith("drop_in %s: differs" % DROP_IN) for c in again["changes"])
+    assert {"path": DROP_IN, "action": "updated", "reason": "differs"} in again["changes"]
 
 
 def test_new_tables_and_keys_follow_the_files_indentation():
@@ -393,7 +398,7 @@ def test_created_file_records_the_directories_and_absent_removes_both():
     back = ct.edit(made["text"], params(state="absent"), name="/etc/containerd/config.toml")
     assert back["text"] is None
     assert back["remove_dirs"] == [("/etc/containerd/config.toml", ["/etc", "/etc/containerd"])]
-    assert any(c.startswith("file /etc/containerd/config.toml: created by this module") for c in back["changes"])
+    assert {"path": "/etc/containerd/config.toml", "action": "removed", "reason": "created by this module"} in back["changes"]
     assert back["restart_required"]
 
 

@@ -122,7 +122,7 @@ def test_existing_nvidia_default_is_recorded_and_given_back():
     assert after["options"]["BinaryName"] == "/home/kubernetes/bin/nvidia/toolkit/nvidia-container-runtime"
     assert {k: v for k, v in after["options"].items() if k != "BinaryName"} == \
         {k: v for k, v in before["options"].items() if k != "BinaryName"}
-    assert any("runtime nvidia BinaryName" in change for change in result["changes"])
+    assert any(change.get("setting") == "runtime nvidia BinaryName" for change in result["changes"])
     back = ct.edit(result["text"], params(state="absent"))
     assert back["text"] == text
     assert effective_runtimes(back["text"], 2)["nvidia"] == before
@@ -143,7 +143,8 @@ def test_split_runc_table_gke():
     result = ct.edit(text, params())
     runtimes = effective_runtimes(result["text"], 2)
     assert runtimes["nvidia"]["options"]["SystemdCgroup"] is True
-    assert "runtime nvidia: missing (added, copied from runc)" in result["changes"]
+    assert {"path": "config.toml", "action": "updated", "setting": "runtime nvidia",
+            "reason": "missing (added, copied from runc)"} in result["changes"]
 
 
 def test_imports_glob_already_covers_the_drop_in():

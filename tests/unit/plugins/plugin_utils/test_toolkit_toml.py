@@ -54,8 +54,10 @@ def test_edit_keeps_user_keys_and_comments():
             continue
         assert line in result["text"].splitlines()
     assert '  root = "/home/kubernetes/bin/nvidia" # was the default' in result["text"]
-    assert "nvidia-container-cli.root: '/' -> '/home/kubernetes/bin/nvidia'" in result["changes"]
-    assert "nvidia-container-runtime.mode: 'legacy' -> 'auto'" in result["changes"]
+    assert {"path": "config.toml", "action": "updated", "setting": "nvidia-container-cli.root",
+            "reason": "'/' -> '/home/kubernetes/bin/nvidia'"} in result["changes"]
+    assert {"path": "config.toml", "action": "updated", "setting": "nvidia-container-runtime.mode",
+            "reason": "'legacy' -> 'auto'"} in result["changes"]
     data = tomlkit.parse(result["text"]).unwrap()
     assert data["nvidia-container-cli"]["debug"] == "/var/log/nvidia-container-toolkit.log"
     assert data["nvidia-container-runtime"]["log-level"] == "info"
@@ -65,7 +67,8 @@ def test_type_change_is_a_change():
     text = '[nvidia-container-cli]\nload-kmods = 1\n'
     result = tt.edit(text, {"nvidia-container-cli": {"load-kmods": True}})
     assert tomlkit.parse(result["text"])["nvidia-container-cli"]["load-kmods"] is True
-    assert result["changes"] == ["nvidia-container-cli.load-kmods: 1 -> True"]
+    assert result["changes"] == [{"path": "config.toml", "action": "updated", "setting": "nvidia-container-cli.load-kmods",
+                                  "reason": "1 -> True"}]
 
 
 def test_empty_table_setting():
@@ -158,7 +161,8 @@ def test_converge_from_the_read_ahead_defers_its_one_write(tmp_path):
 
     edited, deferred = _converge(root, runtime_mode="cdi", backup=True)
     (request,) = deferred
-    assert edited["changes"][0] == "nvidia-container-runtime.mode: 'auto' -> 'cdi'" and request["backup"]
+    assert edited["changes"][0] == {"path": CONFIG_PATH, "action": "updated", "setting": "nvidia-container-runtime.mode",
+                                    "reason": "'auto' -> 'cdi'"} and request["backup"]
     assert request["expect_sha256"] and "debug" in request["content"]  # a key set before is kept
 
 
