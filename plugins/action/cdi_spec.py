@@ -41,10 +41,10 @@ def spec_in_place(args, ahead):
     if args["state"] != "present" or driver is None or not _same_discovery(args, driver):
         return None
     try:
-        path = normalize_host_path(args["path"] or cdi.default_path(args["spec_mode"], args["vendor"],
-                                                                      args["device_class"]))
+        path = args["path"] or cdi.default_path(args["spec_mode"], args["vendor"], args["device_class"])
     except cdi.CdiError:
         return None
+    path = normalize_host_path(path)
     directory, name = posixpath.split(path)
     own_dir = ahead.tree_entry(host_root, directory) if cdi.in_spec_dir(path) else None
     if own_dir is None or name not in own_dir["files"] or own_dir["files"][name]["mode"] != cdi_files.FILE_MODE:

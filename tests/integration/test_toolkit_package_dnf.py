@@ -40,7 +40,7 @@ def repository(tmp_path_factory):
     """``(repo dir, armored key)``: the signed repository with both versions."""
     base = tmp_path_factory.mktemp("nvidia-rpm-repo")
     key = apt_node.make_key(base / "gnupg")
-    dnf_node.build_repo(base / "repo", [OLD.split("-")[0], NEW.split("-")[0]], base / "gnupg")
+    dnf_node.build_repo(base / "repo", [OLD.split("-", maxsplit=1)[0], NEW.split("-", maxsplit=1)[0]], base / "gnupg")
     return base / "repo", key
 
 
@@ -135,7 +135,7 @@ def test_install_pinned_then_no_change_upgrade_downgrade_uninstall(node):
     totals, result = run_role(node, toolkit_package_version=OLD)
     assert totals["changed"] > 0
     assert toolkit_versions(root) == {name: OLD for name in PACKAGES}
-    assert runtime_version(root) == OLD.split("-")[0]
+    assert runtime_version(root) == OLD.split("-", maxsplit=1)[0]
     repo_text = (root / REPO_FILE).read_text()
     assert "baseurl=%s\n" % dnf_node.REPO_URL in repo_text
     assert "repo_gpgcheck=1\n" in repo_text and "gpgkey=file:///%s\n" % KEY in repo_text
@@ -163,13 +163,13 @@ def test_install_pinned_then_no_change_upgrade_downgrade_uninstall(node):
     totals, _result = run_role(node, toolkit_package_version=NEW)
     assert totals["changed"] > 0
     assert toolkit_versions(root) == {name: NEW for name in PACKAGES}
-    assert runtime_version(root) == NEW.split("-")[0]
+    assert runtime_version(root) == NEW.split("-", maxsplit=1)[0]
     totals, _result = run_role(node, toolkit_package_version=NEW)
     assert totals["changed"] == 0
     totals, _result = run_role(node, toolkit_package_version=OLD)
     assert totals["changed"] > 0
     assert toolkit_versions(root) == {name: OLD for name in PACKAGES}
-    assert runtime_version(root) == OLD.split("-")[0]
+    assert runtime_version(root) == OLD.split("-", maxsplit=1)[0]
 
     # Uninstall: check mode first, then for real; then a second time, which changes nothing.
     totals, _result = run_role(node, check=True, toolkit_state="absent")
