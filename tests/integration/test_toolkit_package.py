@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 
 import apt_node
+import package_role
 import pytest
 import toolkit_artifacts
 import yaml
@@ -56,33 +56,8 @@ def node(tmp_path, repository):
 
 def run_role(node, check=False, **role_vars):
     """The toolkit role on the node; ``(recap totals, toolkit_package_result)``."""
-    out = node["tmp"] / "result.json"
-    registered = "toolkit_package_absent_result" if role_vars.get("toolkit_state") == "absent" else "toolkit_package_result"
-    if out.exists():
-        out.unlink()
-    play = [{
-        "hosts": "node",
-        "gather_facts": False,
-        "roles": [{"role": "gpu_node.container_toolkit.toolkit", "vars": dict({
-            "toolkit_install_method": "package",
-            "toolkit_package_repo_url": apt_node.REPO_URL,
-            "toolkit_package_repo_key": node["key"],
-        }, **role_vars)}],
-        "post_tasks": [{"name": "Keep the package step's result", "delegate_to": "localhost",
-                        "check_mode": False,
-                        "vars": {"ansible_python_interpreter": sys.executable, "ansible_connection": "local"},
-                        "ansible.builtin.copy": {"dest": str(out), "mode": "0600",
-                                                 "content": "{{ %s | default({}) | to_json }}" % registered}}],
-    }]
-    playbook = node["tmp"] / "play.yml"
-    playbook.write_text(yaml.safe_dump(play, sort_keys=False))
-    proc = run_playbook(playbook, inventory=str(node["inventory"]), check=check, diff=True,
-                        env={"ANSIBLE_PIPELINING": "True"})
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
-    totals = recap(proc.stdout)["node"]
-    # The copy of the result is the play's own bookkeeping, not a change on the node.
-    totals["changed"] -= 1
-    return totals, json.loads(out.read_text())
+    return package_role.run_role(node, check, role_vars, {"toolkit_package_repo_url": apt_node.REPO_URL,
+                                                          "toolkit_package_repo_key": node["key"]})
 
 
 def toolkit_versions(root):

@@ -14,13 +14,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import apt_node
 import dnf_node
+import package_role
 import pytest
-import yaml
-from ansible_runner import recap, run_playbook
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not all(shutil.which(tool) for tool in ("unshare", "gpg", "rpm", "rpmbuild", "createrepo_c")),
@@ -58,42 +56,14 @@ def node(tmp_path, repository):
     return {"root": root, "inventory": inventory, "key": repository[1], "tmp": tmp_path}
 
 
+def settings(node):
+    return {"toolkit_package_manager": "dnf", "toolkit_package_repo_url": dnf_node.REPO_URL,
+            "toolkit_package_repo_key": node["key"]}
+
+
 def run_role(node, check=False, **role_vars):
     """The toolkit role on the node with dnf; ``(recap totals, the toolkit_package step's result)``."""
-    proc, out = play_role(node, check, role_vars)
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
-    totals = recap(proc.stdout)["node"]
-    # The copy of the result is the play's own bookkeeping, not a change on the node.
-    totals["changed"] -= 1
-    return totals, json.loads(out.read_text())
-
-
-def play_role(node, check, role_vars):
-    """``(ansible-playbook's CompletedProcess, where the play copies the step's result)``."""
-    out = node["tmp"] / "result.json"
-    registered = "toolkit_package_absent_result" if role_vars.get("toolkit_state") == "absent" else "toolkit_package_result"
-    if out.exists():
-        out.unlink()
-    play = [{
-        "hosts": "node",
-        "gather_facts": False,
-        "roles": [{"role": "gpu_node.container_toolkit.toolkit", "vars": dict({
-            "toolkit_install_method": "package",
-            "toolkit_package_manager": "dnf",
-            "toolkit_package_repo_url": dnf_node.REPO_URL,
-            "toolkit_package_repo_key": node["key"],
-        }, **role_vars)}],
-        "post_tasks": [{"name": "Keep the package step's result", "delegate_to": "localhost",
-                        "check_mode": False,
-                        "vars": {"ansible_python_interpreter": sys.executable, "ansible_connection": "local"},
-                        "ansible.builtin.copy": {"dest": str(out), "mode": "0600",
-                                                 "content": "{{ %s | default({}) | to_json }}" % registered}}],
-    }]
-    playbook = node["tmp"] / "play.yml"
-    playbook.write_text(yaml.safe_dump(play, sort_keys=False))
-    proc = run_playbook(playbook, inventory=str(node["inventory"]), check=check, diff=True,
-                        env={"ANSIBLE_PIPELINING": "True"})
-    return proc, out
+    return package_role.run_role(node, check, role_vars, settings(node))
 
 
 def toolkit_versions(root):
@@ -196,7 +166,8 @@ def test_install_pinned_then_no_change_upgrade_downgrade_uninstall(node):
 def test_a_repository_signed_by_another_key_installs_nothing(node, tmp_path):
     # The key the role writes is the one dnf checks repomd.xml.asc with (repo_gpgcheck=1).
     other_key = apt_node.make_key(tmp_path / "other-gnupg")
-    proc, _out = play_role(dict(node, key=other_key), False, {"toolkit_package_version": OLD})
+    proc, _out = package_role.play_role(node, False, {"toolkit_package_version": OLD},
+                                        dict(settings(node), toolkit_package_repo_key=other_key))
     assert proc.returncode != 0
     assert "repomd.xml GPG signature verification error: Bad GPG signature" in proc.stdout, proc.stdout[-4000:]
     assert toolkit_versions(node["root"]) == {}
