@@ -111,6 +111,23 @@ DEPENDS = {
 PACKAGED_CONFIG = "etc/nvidia-container-runtime/config.toml"
 
 
+def _copy_package_files(tree, work, paths, lib_dir, version):
+    """Copy a package's ``paths`` (with ``LIB`` and ``.so.V`` filled in) from ``tree`` into its
+    root ``work``, links as links; returns the relative paths copied."""
+    copied = []
+    for rel in paths:
+        rel = rel.replace("LIB", lib_dir).replace(".so.V", ".so." + version)
+        src = Path(tree) / rel
+        dst = work / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            dst.symlink_to(os.readlink(src))
+        else:
+            shutil.copy2(src, dst)
+        copied.append(rel)
+    return copied
+
+
 def build_debs(tree, outdir, version=VERSION, compression="xz", repository=False):
     """The four upstream packages as real ``.deb`` files (``dpkg-deb --build``; NVIDIA's own are
     xz, Ubuntu's zstd). ``repository``: as NVIDIA's repository has them, with their dependencies
@@ -139,15 +156,7 @@ def build_debs(tree, outdir, version=VERSION, compression="xz", repository=False
             config.write_text("#accept-nvidia-visible-devices-as-volume-mounts = false\n\n[nvidia-container-cli]\n"
                               "#debug = \"/var/log/nvidia-container-toolkit.log\"\nenvironment = []\n")
             (work / "DEBIAN" / "conffiles").write_text("/" + PACKAGED_CONFIG + "\n")
-        for rel in paths:
-            rel = rel.replace("LIB", LIB_DIR_DEB).replace(".so.V", ".so." + version)
-            src = Path(tree) / rel
-            dst = work / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            if src.is_symlink():
-                dst.symlink_to(os.readlink(src))
-            else:
-                shutil.copy2(src, dst)
+        _copy_package_files(tree, work, paths, LIB_DIR_DEB, version)
         deb = outdir / ("%s_%s-1_amd64.deb" % (package, version))
         subprocess.run(["dpkg-deb", "--root-owner-group", "-Z" + compression, "--build", str(work), str(deb)],
                        check=True, capture_output=True)
@@ -177,17 +186,7 @@ def build_rpms(tree, outdir, version=VERSION):
         work = outdir / ("%s-root" % package)
         if work.exists():
             shutil.rmtree(work)
-        files = []
-        for rel in paths:
-            rel = rel.replace("LIB", LIB_DIR_RPM).replace(".so.V", ".so." + version)
-            src = Path(tree) / rel
-            dst = work / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            if src.is_symlink():
-                dst.symlink_to(os.readlink(src))
-            else:
-                shutil.copy2(src, dst)
-            files.append("/" + rel)
+        files = ["/" + rel for rel in _copy_package_files(tree, work, paths, LIB_DIR_RPM, version)]
         if package == "nvidia-container-toolkit-base":
             config = work / PACKAGED_CONFIG
             config.parent.mkdir(parents=True)
