@@ -8,7 +8,6 @@ where the module would follow it) goes to the module, which decides on the node 
 
 from __future__ import annotations
 
-import base64
 import posixpath
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import cdi, cdi_files
@@ -19,8 +18,8 @@ from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_fi
 MODULE = "gpu_node.container_toolkit.cdi_spec"
 
 
-def _text(entry):
-    return base64.b64decode(entry["content"]).decode("utf-8", "replace")
+def _text(data):
+    return data.decode("utf-8", "replace")
 
 
 def _same_discovery(args, driver):
@@ -47,7 +46,8 @@ def spec_in_place(args, ahead):
     path = normalize_host_path(path)
     directory, name = posixpath.split(path)
     own_dir = ahead.tree_entry(host_root, directory) if cdi.in_spec_dir(path) else None
-    if own_dir is None or name not in own_dir["files"] or own_dir["files"][name]["mode"] != cdi_files.FILE_MODE:
+    own_files = ahead.tree(host_root, directory) if own_dir is not None else None
+    if own_files is None or name not in own_files or own_files[name][1] != cdi_files.FILE_MODE:
         return None
     target = posixpath.join(own_dir["resolved"], name)
     others, siblings, seen = {}, [], set()
@@ -58,13 +58,13 @@ def spec_in_place(args, ahead):
         if not listed["exists"] or listed["resolved"] in seen:
             continue
         seen.add(listed["resolved"])
-        for other, entry in listed["files"].items():
+        for other, (data, _mode) in ahead.tree(host_root, spec_dir).items():
             if "/" in other or not other.endswith(cdi.SPEC_SUFFIXES) or posixpath.join(listed["resolved"], other) == target:
                 continue
-            others[posixpath.join(spec_dir, other)] = _text(entry)
+            others[posixpath.join(spec_dir, other)] = _text(data)
             if listed["resolved"] == own_dir["resolved"]:
-                siblings.append(cdi.recorded_created_dirs(_text(entry)[:cdi_files.HEAD_SIZE]))
-    before_text = _text(own_dir["files"][name])
+                siblings.append(cdi.recorded_created_dirs(_text(data[:cdi_files.HEAD_SIZE])))
+    before_text = _text(own_files[name][0])
     facts = driver["facts"]
     try:
         spec, fmt, warnings, fields = cdi_files.planned_spec(args, path, facts, others)

@@ -504,8 +504,6 @@ def main():
     warnings = facts.pop("warnings")
     for warning in warnings:
         module.warn(warning)
-    driver = {"params": {name: params[name] for name in ("driver_root", "dev_root", "library_search_paths")},
-              "facts": dict(facts), "warnings": warnings}
     facts["device_node_changes"] = device_node_changes(root, facts["dev_root"])
     wanted = params["read_ahead"]
     if wanted is not None:
@@ -519,6 +517,9 @@ def main():
             files += [p for p in kube_files if p not in files]
             exist += kube_exist
         # The driver facts go with the reads: cdi_spec builds its spec from them on the controller.
+        driver = {"params": {name: params[name] for name in ("driver_root", "dev_root", "library_search_paths")},
+                  "facts": {name: value for name, value in facts.items() if name != "device_node_changes"},
+                  "warnings": warnings}
         facts["read_ahead"] = dict(node_reads.read_ahead(root, files, wanted["trees"], exist, wanted["installs"]),
                                    host_root=params["host_root"], driver=driver)
     module.exit_json(changed=False, **dict(node, **facts))

@@ -137,17 +137,15 @@ class ReadAhead:
     def tree_entry(self, host_root, host_dir):
         """The ``trees`` entry read ahead for ``host_dir`` as the look returned it (``resolved``,
         ``exists``, ``files`` with base64 contents and modes, ``links``), or None when it was not
-        read ahead, or could not be, or is from a look that did not name links."""
+        read ahead or could not be."""
         entry = self.trees.get(host_dir) if _root(host_root) == self.host_root else None
-        if entry is None or entry.get("error") or "links" not in entry:
-            return None
-        return entry
+        return None if entry is None or entry.get("error") else entry
 
     def tree(self, host_root, host_dir):
         """``{relative name: (bytes, mode)}`` of the regular files under a directory read ahead
         (``{}`` when it is missing), or None when it was not read ahead or is not a directory."""
-        entry = self.trees.get(host_dir) if _root(host_root) == self.host_root else None
-        if entry is None or entry.get("error"):
+        entry = self.tree_entry(host_root, host_dir)
+        if entry is None:
             return None
         return {name: (base64.b64decode(f["content"]), f["mode"]) for name, f in entry["files"].items()}
 
