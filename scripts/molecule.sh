@@ -15,17 +15,26 @@ if [ ${#scenarios[@]} -eq 0 ]; then
   done
 fi
 
+# A scenario that fails is run once more, from a new instance (molecule test destroys it either
+# way): a failure that comes back fails the stage; one that does not is still reported, with what
+# it said, in lines scripts/test.sh repeats at the end of the run.
+logs=$repo/.cache/logs/molecule
+mkdir -p "$logs"
 rc=0
 for scenario in "${scenarios[@]}"; do
   start=$SECONDS
   if [ -x "molecule/$scenario/prerequisites.sh" ]; then
     "molecule/$scenario/prerequisites.sh" || { echo "--- $scenario: prerequisites failed"; rc=1; continue; }
   fi
-  if molecule test --scenario-name "$scenario"; then
-    echo "--- molecule $scenario: ok ($((SECONDS - start)) s)"
-  else
-    echo "--- molecule $scenario: FAILED ($((SECONDS - start)) s)"
-    rc=1
-  fi
+  for try in 1 2; do
+    log=$logs/$scenario-$try.log
+    if molecule test --scenario-name "$scenario" 2>&1 | tee "$log"; then
+      echo "--- molecule $scenario: ok on try $try ($((SECONDS - start)) s)"
+      break
+    fi
+    echo "--- molecule $scenario: FAILED on try $try ($((SECONDS - start)) s); what $log says of it:"
+    grep -E 'fatal:|FAILED!|ERROR|did not come back' "$log" | tail -n 20 | cut -c1-600 | sed 's/^/    /' || true
+    [ "$try" -eq 2 ] && rc=1
+  done
 done
 exit $rc

@@ -37,13 +37,17 @@ home_left() {
   done
 }
 
+# Each stage's output also goes to .cache/logs/<stage>.log. A CI log shows its first and last lines
+# only, so the end of the run repeats what each failed stage said about its failure.
+logs=$repo/.cache/logs
+mkdir -p "$logs"
 failed=()
 run_stage() {
   local name=$1; shift
   local start=$SECONDS stage_home left line ok=1
   stage_home=$(mktemp -d "${TMPDIR:-/tmp}/gpu-node-home.XXXXXX")
   echo "=== $name"
-  HOME=$stage_home "$@" || ok=0
+  HOME=$stage_home "$@" 2>&1 | tee "$logs/$name.log" || ok=0
   left=$(home_left "$stage_home")
   if [ -n "$left" ]; then
     echo "=== $name wrote into HOME (an empty $stage_home while it ran), outside the checkout and .cache/:"
@@ -73,7 +77,26 @@ for stage in "${stages[@]}"; do
   esac
 done
 
+# failure_lines LOG: the lines of a stage's log that say what failed, then its last lines.
+failure_lines() {
+  echo "--- lines of $1 that name a failure (the last 60):"
+  grep -n -E 'fatal:|FAILED|ERROR|Error:|Traceback|failed[:;,]|did not' "$1" | tail -n 60 | cut -c1-400 || true
+  echo "--- the last 40 lines of $1:"
+  tail -n 40 "$1" | cut -c1-400
+}
+
+# A stage that ran something twice (molecule) says so in lines like these; they are kept in view.
+for stage in "${stages[@]}"; do
+  [ -f "$logs/$stage.log" ] || continue
+  awk '/^--- .*FAILED on try/ { keep = 1; print; next } keep && /^    / { print; next } { keep = 0 }' \
+    "$logs/$stage.log" | cut -c1-400
+done
+
 if [ ${#failed[@]} -gt 0 ]; then
+  for stage in "${failed[@]}"; do
+    echo "=== what the failed stage $stage said"
+    failure_lines "$logs/$stage.log"
+  done
   echo "FAILED stages: ${failed[*]}"
   exit 1
 fi
