@@ -58,7 +58,10 @@ def spec_in_place(args, ahead):
         if not listed["exists"] or listed["resolved"] in seen:
             continue
         seen.add(listed["resolved"])
-        for other, (data, _mode) in ahead.tree(host_root, spec_dir).items():
+        files = ahead.tree(host_root, spec_dir)
+        if files is None:
+            return None  # a file too large to be sent whole: the module reads it
+        for other, (data, _mode) in files.items():
             if "/" in other or not other.endswith(cdi.SPEC_SUFFIXES) or posixpath.join(listed["resolved"], other) == target:
                 continue
             others[posixpath.join(spec_dir, other)] = _text(data)

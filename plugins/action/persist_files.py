@@ -7,6 +7,7 @@ only when it does not (or when anything it reads was not read ahead)."""
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import (
@@ -47,7 +48,7 @@ def kept_as_wanted(args, ahead):
     """Whether the kept directory holds exactly what the module would write, from ``ahead`` alone.
     Raises _NotReadAhead when ``ahead`` does not hold everything that takes."""
     host_root = args["host_root"] or "/"
-    current = ahead.tree(host_root, normalize_host_path(args["dir"]))
+    current = ahead.tree_digests(host_root, normalize_host_path(args["dir"]))
     if current is None or not all(persistence.is_plain_name(name) for name in args["files"]):
         raise _NotReadAhead(args["dir"])
     config_path = normalize_host_path(args["containerd_config"]) if args["containerd_config"] else ""
@@ -67,6 +68,8 @@ def kept_as_wanted(args, ahead):
             None if docker_journal is None else docker_journal.decode("utf-8", "replace"), journal_path)
     except (edit_journal.JournalError, docker_config.ConfigError):
         raise _NotReadAhead("journal") from None  # the module fails, naming it
+    # Compared by digest: the look sends large kept files (gpu-node-cdi) as one.
+    wanted = {name: (hashlib.sha256(data).hexdigest(), mode) for name, (data, mode) in wanted.items()}
     if args["cdi_specs"] is None:
         wanted.update((name, found) for name, found in current.items() if name.startswith(persistence.SPEC_DIR + "/"))
     return not persistence.plan(wanted, current)

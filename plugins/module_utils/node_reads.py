@@ -11,7 +11,9 @@ at the node that starts it). The action plugins take either (``plugin_utils.node
   resolved inside ``host_root``;
 - a tree: every regular file under a directory, ``{relative name: {"content", "mode"}}``, links not
   followed (their names listed) and the temporary files of killed runs left out, as ``persist_files``
-  sees its directory;
+  sees its directory; a file over ``TREE_CONTENT_LIMIT`` bytes is sent as ``{"sha256", "size",
+  "mode"}``: the controller only compares such files (the kept ``gpu-node-cdi``, some 180 KB), and
+  every later task of the run is given what the look returned;
 - an install: what ``toolkit_install`` observes of its directory to decide (each entry's type,
   mode, owner, link target and the SHA-256 of a file; the directories it would create; the euid),
   with ``/proc/self/mountinfo`` read as a file, so that a toolkit in place needs no module run.
@@ -20,12 +22,14 @@ at the node that starts it). The action plugins take either (``plugin_utils.node
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import posixpath
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_fs, node_model
 
 MAX_SIZE = 16 * 1024 * 1024
+TREE_CONTENT_LIMIT = 64 * 1024
 MOUNTINFO = "/proc/self/mountinfo"
 
 
@@ -93,9 +97,15 @@ def tree_files(node, real_dir):
     return found, subdirs
 
 
+def _tree_file(data, mode):
+    if len(data) > TREE_CONTENT_LIMIT:
+        return {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "mode": mode}
+    return {"content": base64.b64encode(data).decode("ascii"), "mode": mode}
+
+
 def read_tree(node, host_dir):
     """The ``trees`` entry for ``host_dir``: ``{"resolved", "exists", "files": {name: {"content",
-    "mode"}}, "links": [names]}``; ``exists`` is false when there is nothing there, and the entry has an ``error``
+    "mode"} or {"sha256", "size", "mode"}}, "links": [names]}``; ``exists`` is false when there is nothing there, and the entry has an ``error``
     when something other than a directory is."""
     entry = {"resolved": host_dir, "exists": False, "files": {}, "links": []}
     try:
@@ -111,8 +121,7 @@ def read_tree(node, host_dir):
         entry["error"] = "not a directory"
         return entry
     files, _subdirs = tree_files(node, resolved)
-    entry["files"] = {name: {"content": base64.b64encode(data).decode("ascii"), "mode": mode}
-                      for name, (data, mode) in files.items() if data is not None}
+    entry["files"] = {name: _tree_file(data, mode) for name, (data, mode) in files.items() if data is not None}
     # Not followed, but named: a reader that would follow them knows it cannot answer from here.
     entry["links"] = [name for name in node.list_dir(resolved)
                       if (node.observe(posixpath.join(resolved, name)) or {}).get("type") == "symlink"]

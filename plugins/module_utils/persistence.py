@@ -112,7 +112,8 @@ def docker_files(data, journal_text, journal_name):
 def plan(wanted, current):
     """The steps from ``current`` to ``wanted``: ``[(name, action)]``, sorted by name.
 
-    ``current`` maps each file in the kept directory to ``(bytes, mode)``. Actions are
+    ``current`` maps each file in the kept directory to ``(bytes, mode)``, as ``wanted`` does (or
+    both to ``(digest, mode)``: only equality is used). Actions are
     ``create``, ``update`` (bytes differ), ``chmod`` (only the mode differs) and ``remove`` (a
     copy nothing asks for any more, e.g. a spec no longer written).
     """

@@ -143,11 +143,21 @@ class ReadAhead:
 
     def tree(self, host_root, host_dir):
         """``{relative name: (bytes, mode)}`` of the regular files under a directory read ahead
-        (``{}`` when it is missing), or None when it was not read ahead or is not a directory."""
+        (``{}`` when it is missing), or None when it was not read ahead, is not a directory, or holds
+        a file too large for the look to send whole (:meth:`tree_digests` compares those)."""
+        entry = self.tree_entry(host_root, host_dir)
+        if entry is None or any("content" not in f for f in entry["files"].values()):
+            return None
+        return {name: (base64.b64decode(f["content"]), f["mode"]) for name, f in entry["files"].items()}
+
+    def tree_digests(self, host_root, host_dir):
+        """``{relative name: (SHA-256 hex digest, mode)}`` of the same files, large ones included, or
+        None where :meth:`tree_entry` is None."""
         entry = self.tree_entry(host_root, host_dir)
         if entry is None:
             return None
-        return {name: (base64.b64decode(f["content"]), f["mode"]) for name, f in entry["files"].items()}
+        return {name: (f["sha256"] if "sha256" in f else hashlib.sha256(base64.b64decode(f["content"])).hexdigest(), f["mode"])
+                for name, f in entry["files"].items()}
 
 
 class NodeFiles:

@@ -15,7 +15,7 @@ from fakenode import LAYOUTS
 from module_runner import run_module
 
 from ansible_collections.gpu_node.container_toolkit.plugins.action.cdi_spec import spec_in_place
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import cdi, cdi_files
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import cdi, cdi_files, node_reads
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import cdi_spec, nvidia_driver_info
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import ReadAhead
 
@@ -120,4 +120,14 @@ def test_a_link_the_module_would_follow_goes_to_the_module(cos_node, monkeypatch
     etc_cdi = cos_node.node_path("/etc/cdi")
     etc_cdi.mkdir(parents=True, exist_ok=True)
     os.symlink("/var/run/cdi/nvidia.yaml", str(etc_cdi / "linked.yaml"))
+    assert answered(cos_node, monkeypatch)[0] is None
+
+
+def test_a_spec_directory_with_a_file_too_large_to_send_goes_to_the_module(cos_node, monkeypatch):
+    found = look(cos_node, monkeypatch)
+    module(cos_node, monkeypatch, found)
+    assert answered(cos_node, monkeypatch)[0] is not None
+    other = cos_node.node_path("/etc/cdi/vendor.yaml")
+    other.parent.mkdir(parents=True, exist_ok=True)
+    other.write_text("cdiVersion: 0.5.0\n" + "#" * node_reads.TREE_CONTENT_LIMIT + "\n")
     assert answered(cos_node, monkeypatch)[0] is None

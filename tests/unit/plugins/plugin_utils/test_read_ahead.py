@@ -5,6 +5,7 @@ that its kept directory is already as wanted (plugins/action/persist_files.py)."
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 import pytest
@@ -76,6 +77,25 @@ def test_tree_leaves_out_links_and_temporary_files(root):
     assert look(root, trees=[CONFIG]).tree(str(root), CONFIG) is None  # a file is not a directory
 
 
+def test_a_large_file_is_sent_as_its_digest_and_compared_by_it(root):
+    kept = root / KEPT.lstrip("/")
+    kept.mkdir(parents=True)
+    large = b"x" * (node_reads.TREE_CONTENT_LIMIT + 1)
+    (kept / "gpu-node-cdi").write_bytes(large)
+    (kept / "reapply.sh").write_bytes(b"#!/bin/sh\n")
+    entry = node_reads.read_tree(node_fs.NodeRoot(str(root)), KEPT)
+    assert entry["files"]["gpu-node-cdi"] == {"sha256": hashlib.sha256(large).hexdigest(), "size": len(large),
+                                              "mode": 0o644}
+    assert "content" in entry["files"]["reapply.sh"]
+    ahead = look(root, trees=[KEPT])
+    # Whole files only, or nothing: a reader of the bytes asks the node.
+    assert ahead.tree(str(root), KEPT) is None
+    assert ahead.tree_digests(str(root), KEPT) == {
+        "gpu-node-cdi": (hashlib.sha256(large).hexdigest(), 0o644),
+        "reapply.sh": (hashlib.sha256(b"#!/bin/sh\n").hexdigest(), 0o644)}
+    assert ahead.tree_digests(str(root), "/nowhere") is None
+
+
 def _keep(root, **args):
     """Fill the kept directory with what persist_files would write for ``args``."""
     config = (root / CONFIG.lstrip("/")).read_text()
@@ -104,6 +124,18 @@ def test_persist_nothing_to_do_is_told_from_the_reads_alone(root):
     args = _args(host_root=str(root))
     _keep(root, **args)
     assert persist_action.kept_as_wanted(args, _ahead(root)) is True
+
+
+@pytest.mark.parametrize("edited", [False, True])
+def test_persist_a_large_kept_file_is_compared_by_its_digest(root, edited):
+    large = "#!/bin/sh\n" + "#" * node_reads.TREE_CONTENT_LIMIT + "\n"
+    args = _args(host_root=str(root))
+    args["files"]["gpu-node-cdi"] = large
+    args["executables"].append("gpu-node-cdi")
+    _keep(root, **args)
+    if edited:
+        (root / KEPT.lstrip("/") / "gpu-node-cdi").write_text(large.replace("#!/bin/sh", "#!/bin/bash"))
+    assert persist_action.kept_as_wanted(args, _ahead(root)) is not edited
 
 
 @pytest.mark.parametrize("drift", ["kept copy edited", "mode", "config changed", "file asked for", "stray copy"])
