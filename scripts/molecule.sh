@@ -23,17 +23,16 @@ mkdir -p "$logs"
 rc=0
 for scenario in "${scenarios[@]}"; do
   start=$SECONDS
-  if [ -x "molecule/$scenario/prerequisites.sh" ]; then
-    "molecule/$scenario/prerequisites.sh" || { echo "--- $scenario: prerequisites failed"; rc=1; continue; }
-  fi
   for try in 1 2; do
     log=$logs/$scenario-$try.log
-    if molecule test --scenario-name "$scenario" 2>&1 | tee "$log"; then
+    # The prerequisites download (Debian's archive, PyPI): a network failure is worth a second try too.
+    if { [ ! -x "molecule/$scenario/prerequisites.sh" ] || "molecule/$scenario/prerequisites.sh"; } 2>&1 | tee "$log" &&
+       molecule test --scenario-name "$scenario" 2>&1 | tee -a "$log"; then
       echo "--- molecule $scenario: ok on try $try ($((SECONDS - start)) s)"
       break
     fi
     echo "--- molecule $scenario: FAILED on try $try ($((SECONDS - start)) s); what $log says of it:"
-    grep -E 'fatal:|FAILED!|ERROR|did not come back' "$log" | tail -n 20 | cut -c1-600 | sed 's/^/    /' || true
+    grep -E 'fatal:|FAILED!|ERROR|Error|failed[:;]|did not come back' "$log" | tail -n 20 | cut -c1-600 | sed 's/^/    /' || true
     [ "$try" -eq 2 ] && rc=1
   done
 done
