@@ -67,8 +67,8 @@ options:
 options:
   read_ahead:
     description:
-      - The RV(gpu_node.container_toolkit.nvidia_driver_info#module:read_ahead) result of a
-        M(gpu_node.container_toolkit.nvidia_driver_info) call earlier in the same run, with the same
+      - The RV(gpu_node.container_toolkit.node_info#module:read_ahead) result of a
+        M(gpu_node.container_toolkit.node_info) call earlier in the same run, with the same
         O(host_root), passed on unchanged.
       - Files and existence checks it holds are taken from it instead of being read again, so a task
         that changes nothing makes no round trip to the node. Anything it does not hold is read from

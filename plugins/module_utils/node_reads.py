@@ -4,7 +4,7 @@
 """Reading node files for the controller (node side, standard library only).
 
 One shape for what was read, whichever module reads it: ``node_files_info`` (one task's reads) and
-``nvidia_driver_info``'s ``read_ahead`` (what the later tasks of a run will read, taken in the look
+``node_info``'s ``read_ahead`` (what the later tasks of a run will read, taken in the look
 at the node that starts it). The action plugins take either (``plugin_utils.node_files``).
 
 - a file: ``{"path", "resolved", "exists", "isdir", "content" (base64), "error"}``, symlinks
@@ -148,7 +148,7 @@ def observe_install(node, host_dir):
 
 
 def read_ahead(node, files=(), trees=(), exist=(), installs=()):
-    """What ``nvidia_driver_info`` returns as ``read_ahead``: each of ``files`` read, each of
+    """What ``node_info`` returns as ``read_ahead``: each of ``files`` read, each of
     ``trees`` listed, each of ``installs`` observed (and the mount table read), and which of
     ``exist`` and of the directories above ``files`` exist (``checked`` names every path whose
     existence was asked, ``existing`` those that exist)."""

@@ -43,42 +43,6 @@ attributes:
     support: full
   platform:
     platforms: posix
-options:
-  read_ahead:
-    description:
-      - Files the tasks after this one will read, taken in the same call, so that they need no
-        round trip to the node of their own when they change nothing. The result is RV(read_ahead);
-        the collection's action plugins take it as their O(gpu_node.container_toolkit.toolkit_config#module:read_ahead)
-        option.
-      - Only what is named here is read; with the driver found, the C(ldconfig) candidates
-        M(gpu_node.container_toolkit.toolkit_config) chooses from for RV(driver_root), and the
-        C(containerd) binaries M(gpu_node.container_toolkit.containerd_runtime) asks for its version,
-        are checked for existence too.
-    type: dict
-    suboptions:
-      files:
-        description: Host paths of files to read; the directories above each are checked for existence.
-        type: list
-        elements: str
-        default: []
-      trees:
-        description: Host paths of directories whose regular files are all read (links not followed).
-        type: list
-        elements: str
-        default: []
-      exist:
-        description: Host paths checked for existence only.
-        type: list
-        elements: str
-        default: []
-      installs:
-        description:
-          - Host paths of toolkit install directories, observed as
-            M(gpu_node.container_toolkit.toolkit_install) does before it decides (each entry with
-            its SHA-256), with C(/proc/self/mountinfo) read as one of the O(read_ahead.files).
-        type: list
-        elements: str
-        default: []
 notes:
   - A library that is not a readable ELF file, a damaged C(ld.so.cache) or a garbled GPU
     C(information) file is skipped with a warning.
@@ -93,6 +57,8 @@ notes:
     no NVIDIA device nodes.
 seealso:
   - module: gpu_node.container_toolkit.cdi_spec
+  - module: gpu_node.container_toolkit.node_info
+    description: The same facts, with the files the gpu_node role's later steps read.
 """
 
 EXAMPLES = r"""
@@ -402,49 +368,6 @@ device_node_changes:
           O(gpu_node.container_toolkit.device_nodes#module:char_links=true).
       type: list
       elements: str
-read_ahead:
-  description:
-    - What O(read_ahead) asked for, read in this call. Pass it on unchanged to the action plugins'
-      O(gpu_node.container_toolkit.toolkit_config#module:read_ahead) option, and only for files no
-      task has written since.
-  returned: when O(read_ahead) is set
-  type: dict
-  contains:
-    files:
-      description:
-        - One entry per O(read_ahead.files), as M(gpu_node.container_toolkit.node_files_info) returns
-          RV(gpu_node.container_toolkit.node_files_info#module:files).
-      type: list
-      elements: dict
-    trees:
-      description:
-        - Per O(read_ahead.trees) host path, C(resolved), C(exists), C(files), each file's relative
-          name to its base64 C(content) and C(mode), and C(links), the names of the symlinks in it.
-      type: dict
-    installs:
-      description:
-        - Per O(read_ahead.installs) host path, C(resolved), C(dir) (what is there), C(entries)
-          (each name in it to its type, mode, owner, link target or SHA-256), C(missing_dirs) and
-          C(euid); or C(error).
-      type: dict
-    driver:
-      description:
-        - The driver facts of this call (C(facts), as returned at the top level but for
-          RV(device_node_changes)), the C(warnings) they raised, and the C(params) they were found
-          with (O(driver_root), O(dev_root), O(library_search_paths)), for
-          M(gpu_node.container_toolkit.cdi_spec) to build its spec from.
-      type: dict
-    host_root:
-      description: The O(host_root) the paths are under.
-      type: str
-    checked:
-      description: Every host path whose existence was checked.
-      type: list
-      elements: str
-    existing:
-      description: Those of RV(read_ahead.checked) that exist.
-      type: list
-      elements: str
 kernel_module_loaded:
   description:
     - Whether the C(nvidia) kernel module is loaded (C(/proc/driver/nvidia) exists, or
@@ -454,128 +377,16 @@ kernel_module_loaded:
   sample: true
 """
 
-import os
-import posixpath
-
 from ansible.module_utils.basic import AnsibleModule
 
 # First of the collection's imports: it fails clearly on a node Python too old for the others.
 import ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_python  # noqa: F401  # pylint: disable=unused-import
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import (
-    dev_char,
-    device_nodes,
-    discovery,
-    node_fs,
-    node_model,
-    node_reads,
-    procfs,
-)
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import kube_distro as kd
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_config as tc
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_look, node_model
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            node_model.node_argument_spec(driver=True),
-            read_ahead={"type": "dict", "options": {
-                "files": {"type": "list", "elements": "str", "default": []},
-                "trees": {"type": "list", "elements": "str", "default": []},
-                "exist": {"type": "list", "elements": "str", "default": []},
-                "installs": {"type": "list", "elements": "str", "default": []},
-            }},
-        ),
-        supports_check_mode=True,
-    )
-    params = module.params
-    root = node_fs.NodeRoot(params["host_root"])
-    kube = kube_on(root)
-    node = {"os_release_id": read_os_release_id(root), "kubernetes_distribution": kube,
-            "container_engines": node_model.container_engines(lambda path: exists(root, path)),
-            # Where the module runs, not under host_root: whether systemctl can restart services here.
-            "systemd_running": os.path.isdir("/run/systemd/system")}
-    try:
-        facts = discovery.discover_node(
-            params["host_root"], params["driver_root"], params["dev_root"], params["library_search_paths"]
-        )
-    except discovery.DiscoveryError as exc:
-        module.fail_json(msg=str(exc), **dict(node, **exc.details))
-    warnings = facts.pop("warnings")
-    for warning in warnings:
-        module.warn(warning)
-    facts["device_node_changes"] = device_node_changes(root, facts["dev_root"])
-    wanted = params["read_ahead"]
-    if wanted is not None:
-        # What the action plugins check on their own: toolkit_config, to choose nvidia-container-cli.ldconfig
-        # for this driver root; containerd_runtime, to ask containerd its version for an empty config.
-        exist = wanted["exist"] + tc.ldconfig_candidates(facts["driver_root"]) + list(cc.CONTAINERD_BINARIES)
-        files = list(wanted["files"])
-        if kube is not None:
-            # What k3s_runtime reads there: the generated configs, its drop-in and templates.
-            kube_files, kube_exist = kd.read_ahead_paths(kube)
-            files += [p for p in kube_files if p not in files]
-            exist += kube_exist
-        # The driver facts go with the reads: cdi_spec builds its spec from them on the controller.
-        driver = {"params": {name: params[name] for name in ("driver_root", "dev_root", "library_search_paths")},
-                  "facts": {name: value for name, value in facts.items() if name != "device_node_changes"},
-                  "warnings": warnings}
-        facts["read_ahead"] = dict(node_reads.read_ahead(root, files, wanted["trees"], exist, wanted["installs"]),
-                                   host_root=params["host_root"], driver=driver)
-    module.exit_json(changed=False, **dict(node, **facts))
-
-
-def device_node_changes(node, dev_root):
-    """What device_nodes (nodes=control) would change, or None when that cannot be told here."""
-    try:
-        devices = procfs.parse_devices(node.read_text(node.resolve("/proc/devices")) or "")
-        wanted, _skipped = device_nodes.wanted_nodes(devices)
-        dev_dir = node_model.join_host(dev_root, "dev")
-        real_dir = node.resolve(dev_dir)
-        if not node.is_dir(real_dir):
-            return None
-        found = {n["name"]: node.observe(posixpath.join(real_dir, n["name"])) for n in wanted}
-        nodes = [node_model.join_host(dev_dir, step["name"]) for step in device_nodes.plan(wanted, found)
-                 if step["action"] != "ok"]
-        links = dev_char.converge(node, dev_dir, real_dir, wanted, check_mode=True)
-    except (node_fs.NodeFsError, procfs.ProcFormatError, device_nodes.KernelModuleNotLoaded):
-        return None
-    return {"nodes": nodes, "char_links": [step["path"] for step in links["steps"] if step["action"] != "ok"]}
-
-
-def kube_on(node):
-    """The k3s or RKE2 on the node (``kube_distro.detect``), or None."""
-    existing = [p for p in kd.marks() if exists(node, p)]
-    heads = {}
-    for name in kd.DISTRIBUTIONS:
-        config = kd.paths(name)["config"]
-        if config in existing:
-            try:
-                heads[config] = "\n".join((node.read_text(node.resolve(config)) or "").splitlines()[:5])
-            except node_fs.NodeFsError:
-                heads[config] = None
-    return kd.detect(existing, heads)
-
-
-def exists(node, host_path):
-    """Whether ``host_path`` is there on the node (links followed inside host_root)."""
-    try:
-        return node.observe(node.resolve(host_path)) is not None
-    except node_fs.NodeFsError:
-        return False
-
-
-def read_os_release_id(node):
-    """The node's os-release ``ID`` (links resolved inside host_root), or ``""``."""
-    for candidate in ("/etc/os-release", "/usr/lib/os-release"):
-        try:
-            text = node.read_text(node.resolve(candidate))
-        except node_fs.NodeFsError:
-            continue
-        found = node_model.os_release_id(text)
-        if found:
-            return found
-    return ""
+    module = AnsibleModule(argument_spec=node_model.node_argument_spec(driver=True), supports_check_mode=True)
+    node_look.exit_with_look(module)
 
 
 if __name__ == "__main__":

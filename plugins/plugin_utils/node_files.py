@@ -7,7 +7,7 @@ The one place where the collection's action plugins touch node files:
 
 - ``read``/``read_many``/``existing``: one ``node_files_info`` run for every file a task needs
   (symlinks resolved inside ``host_root``), so a task that changes nothing costs one round trip;
-  none when ``read_ahead`` (``nvidia_driver_info``'s result of that name) holds all of it.
+  none when ``read_ahead`` (``node_info``'s result of that name) holds all of it.
 - ``write``: only when the bytes differ; one ``node_file_write`` run (or, deferred, part of
   another module's run), which writes a temporary file in the target's directory and renames it
   over the target, keeps the existing file's mode and owner, makes a timestamped backup with
@@ -93,7 +93,7 @@ def _root(host_root):
 
 
 class ReadAhead:
-    """What ``nvidia_driver_info`` read for the tasks after it (its ``read_ahead`` result)."""
+    """What ``node_info`` read for the tasks after it (its ``read_ahead`` result)."""
 
     def __init__(self, found):
         found = found or {}
@@ -162,7 +162,7 @@ class ReadAhead:
 
 class NodeFiles:
     """Node file I/O on behalf of ``action`` (a ``NodeActionBase``) for one task run; ``read_ahead``
-    is ``nvidia_driver_info``'s result of that name, or None. With ``defer_writes``, :meth:`write`
+    is ``node_info``'s result of that name, or None. With ``defer_writes``, :meth:`write`
     runs nothing: it adds ``node_file_write``'s arguments to :attr:`deferred`, for the action to
     send with a module run it makes anyway (``toolkit_install``'s ``config_write``)."""
 

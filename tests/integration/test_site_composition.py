@@ -125,7 +125,7 @@ def test_a_run_that_changes_nothing_reads_the_node_once(fake_node_factory, tmp_p
     sent = []
     totals, runs = _modules_run(node, artifacts, tmp_path, "no-op", sent)
     assert totals["changed"] == 0
-    assert [module for _task, module in runs] == ["nvidia_driver_info"], runs
+    assert [module for _task, module in runs] == ["node_info"], runs
     assert sent == []
 
 
@@ -169,7 +169,7 @@ def test_drift_after_the_look_is_still_repaired(fake_node_factory, tmp_path):
     # The toolkit's config in the install's run (the binaries are as listed: no payload), containerd's
     # in its own task, the kept copy by persist_files; the CDI spec is in place.
     assert sorted(module for _task, module in runs) == [
-        "node_file_write", "nvidia_driver_info", "persist_files", "toolkit_install"], runs
+        "node_file_write", "node_info", "persist_files", "toolkit_install"], runs
 
 
 def test_the_toolkit_config_is_written_in_the_install_run(fake_node_factory, tmp_path):

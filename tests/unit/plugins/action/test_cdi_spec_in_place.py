@@ -16,7 +16,7 @@ from module_runner import run_module
 
 from ansible_collections.gpu_node.container_toolkit.plugins.action.cdi_spec import spec_in_place
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import cdi, cdi_files, node_reads
-from ansible_collections.gpu_node.container_toolkit.plugins.modules import cdi_spec, nvidia_driver_info
+from ansible_collections.gpu_node.container_toolkit.plugins.modules import cdi_spec, node_info
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import ReadAhead
 
 # What the module and the action both report, compared field by field.
@@ -26,7 +26,7 @@ FIELDS = ("changed", "changes", "path", "previous_driver_version", "format", "ki
 
 def look(node, monkeypatch, **options):
     """The look at the node as the gpu_node role takes it, through JSON as it travels."""
-    result, failed = run_module(nvidia_driver_info.main, dict(
+    result, failed = run_module(node_info.main, dict(
         {"host_root": str(node.root), "read_ahead": {"trees": list(cdi.SPEC_DIRS)}}, **options), monkeypatch=monkeypatch)
     assert not failed, result
     return json.loads(json.dumps(result))

@@ -7,7 +7,8 @@ import pytest
 from confined import needs_unshare, read_only, run_confined
 from module_runner import run_module
 
-from ansible_collections.gpu_node.container_toolkit.plugins.modules import nvidia_driver_info
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_look
+from ansible_collections.gpu_node.container_toolkit.plugins.modules import node_info, nvidia_driver_info
 
 
 def test_reports_facts_at_top_level(cos_node, monkeypatch):
@@ -56,7 +57,7 @@ def test_driver_root_that_is_a_file_fails(cos_node, monkeypatch):
 def systemd(monkeypatch, running):
     """Whether /run/systemd/system is a directory, as the module sees it on this machine."""
     isdir = os.path.isdir
-    monkeypatch.setattr(nvidia_driver_info.os.path, "isdir",
+    monkeypatch.setattr(node_look.os.path, "isdir",
                         lambda path: running if path == "/run/systemd/system" else isdir(path))
 
 
@@ -187,7 +188,7 @@ def test_read_ahead_reads_what_it_is_asked_and_what_the_actions_probe(cos_node, 
     args = {"host_root": str(cos_node.root), "read_ahead": {
         "files": ["/etc/containerd/config.toml", "/home/kubernetes/bin/nvidia/toolkit/config.toml"],
         "trees": ["/etc/cdi"], "exist": ["/etc/containerd"]}}
-    result, failed = run_module(nvidia_driver_info.main, args, monkeypatch=monkeypatch)
+    result, failed = run_module(node_info.main, args, monkeypatch=monkeypatch)
     assert not failed
     ahead = result["read_ahead"]
     assert ahead["host_root"] == str(cos_node.root)
@@ -205,5 +206,25 @@ def test_read_ahead_reads_what_it_is_asked_and_what_the_actions_probe(cos_node, 
 
 
 def test_no_read_ahead_without_the_option(cos_node, monkeypatch):
-    result, _failed = run_module(nvidia_driver_info.main, {"host_root": str(cos_node.root)}, monkeypatch=monkeypatch)
+    result, _failed = run_module(node_info.main, {"host_root": str(cos_node.root)}, monkeypatch=monkeypatch)
     assert "read_ahead" not in result
+
+
+def test_the_look_returns_the_driver_facts_and_driver_info_reads_nothing_ahead(cos_node, monkeypatch):
+    facts, failed = run_module(nvidia_driver_info.main, {"host_root": str(cos_node.root)}, monkeypatch=monkeypatch)
+    assert not failed
+    looked, failed = run_module(node_info.main, {"host_root": str(cos_node.root), "read_ahead": {"files": []}},
+                                monkeypatch=monkeypatch)
+    assert not failed
+    assert looked.pop("read_ahead")["driver"]["facts"]["driver_version"] == "535.104.12"
+    assert looked == facts
+    refused, failed = run_module(nvidia_driver_info.main, {"host_root": str(cos_node.root), "read_ahead": {}},
+                                 monkeypatch=monkeypatch)
+    assert failed and "read_ahead" in refused["msg"]
+
+
+def test_the_look_fails_as_driver_info_does(tmp_path, monkeypatch):
+    looked, failed = run_module(node_info.main, {"host_root": str(tmp_path), "read_ahead": {}}, monkeypatch=monkeypatch)
+    assert failed and "no NVIDIA driver found under host_root" in looked["msg"]
+    assert "/home/kubernetes/bin/nvidia/lib64/libcuda.so.*" in looked["searched"]
+    assert looked["os_release_id"] == ""

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Reading ahead: what nvidia_driver_info reads for the later tasks (module_utils.node_reads), how
+"""Reading ahead: what node_info reads for the later tasks (module_utils.node_reads), how
 the action plugins answer from it (plugin_utils.node_files.ReadAhead), and persist_files' decision
 that its kept directory is already as wanted (plugins/action/persist_files.py)."""
 
