@@ -18,10 +18,6 @@ from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_fi
 MODULE = "gpu_node.container_toolkit.cdi_spec"
 
 
-def _text(data):
-    return data.decode("utf-8", "replace")
-
-
 def _same_discovery(args, driver):
     """Whether the look's facts are the ones the module would find with ``args``: the same options,
     or the roots the look found given explicitly."""
@@ -64,10 +60,10 @@ def spec_in_place(args, ahead):
         for other, (data, _mode) in files.items():
             if "/" in other or not other.endswith(cdi.SPEC_SUFFIXES) or posixpath.join(listed["resolved"], other) == target:
                 continue
-            others[posixpath.join(spec_dir, other)] = _text(data)
+            others[posixpath.join(spec_dir, other)] = cdi_files.decoded(data)
             if listed["resolved"] == own_dir["resolved"]:
-                siblings.append(cdi.recorded_created_dirs(_text(data[:cdi_files.HEAD_SIZE])))
-    before_text = _text(own_files[name][0])
+                siblings.append(cdi.recorded_created_dirs(cdi_files.decoded(data[:cdi_files.HEAD_SIZE])))
+    before_text = cdi_files.decoded(own_files[name][0])
     facts = driver["facts"]
     try:
         spec, fmt, warnings, fields = cdi_files.planned_spec(args, path, facts, others)

@@ -58,7 +58,8 @@ class Run:
         self.warnings = []
 
 
-def _text(data):
+def decoded(data):
+    """A spec file's bytes as text, as the module and the controller read it (bad bytes replaced)."""
     return data.decode("utf-8", "replace")
 
 
@@ -105,7 +106,7 @@ def sibling_records(node, target):
         except node_fs.NodeFsError:
             continue
         if data is not None:
-            records.append(cdi.recorded_created_dirs(_text(data[:HEAD_SIZE])))
+            records.append(cdi.recorded_created_dirs(decoded(data[:HEAD_SIZE])))
     return records
 
 
@@ -231,7 +232,7 @@ def converge(run, path):
         existing = node.read_bytes(read_from)
     except node_fs.NodeFsError as exc:
         raise CdiFileError("%s; nothing was changed" % exc, path=path) from None
-    before_text = _text(existing) if existing is not None else None
+    before_text = decoded(existing) if existing is not None else None
     result = {"changed": False, "path": path, "changes": [],
               "previous_driver_version": cdi.recorded_driver_version(before_text or "")}
     if params["state"] == "absent":

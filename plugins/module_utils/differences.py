@@ -63,9 +63,11 @@ class DifferenceTracker:
     def changed(self):
         return bool(self._items)
 
-    def changes(self, path, action="updated"):
-        """The result's ``changes``: a setting's difference is ``action`` on ``path`` (the file the
-        settings are in: V(created) when it was missing), named in ``setting``; a whole file's is its own."""
+    def changes(self, path, created=False):
+        """The result's ``changes``: a setting's difference is ``updated`` on ``path``, the file the
+        settings are in (``created`` when that file was missing: ``created=True``), named in
+        ``setting``; a whole file's is its own."""
+        action = "created" if created else "updated"
         out = []
         for item in self._items:
             if item["path"] is not None:

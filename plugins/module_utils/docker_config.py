@@ -281,7 +281,7 @@ def plan(text, params, journal_text=None, name=DEFAULT_PATH, journal_name=None):
         new_text, new_journal = _plan_present(text, data, params, journal, in_sync, name, tracker)
         new_journal = journal_text if new_journal is json_edit.MISSING else new_journal
         remove_dirs = []
-    changes = tracker.changes(name, "created" if text is None else "updated")
+    changes = tracker.changes(name, created=text is None)
     if new_journal is None and journal_text is not None:
         changes.append(change(journal_name, "removed", "this module's journal" if tracker.changed
                               else "this module's journal, stale: it describes edits no longer in the file"))

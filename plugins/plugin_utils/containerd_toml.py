@@ -155,7 +155,7 @@ def edit(text, params, containerd_output=None, drop_in_text=None, name="config.t
         "remove_dirs": remove_dirs,
         "version": version,
         "version_source": source,
-        "changes": tracker.changes(name, "created" if text is None else "updated"),
+        "changes": tracker.changes(name, created=text is None),
         "warnings": warnings,
         "cri_disabled_by": cri_disabled_by,
         "restart_required": bool(restart) and (doc.changed or new_drop_in != drop_in_text),

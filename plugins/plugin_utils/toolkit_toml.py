@@ -43,7 +43,7 @@ def edit(text, wanted, name="config.toml"):
             # (type, value): 1 and true are equal in Python but not in TOML.
             reason = "%r -> %r" % (current, value) if current is not None else "unset -> %r" % (value,)
             tracker.add(".".join(keys), (type(current).__name__, current), (type(value).__name__, value), reason=reason)
-    return {"text": doc.text, "changes": tracker.changes(name, "created" if text is None else "updated"),
+    return {"text": doc.text, "changes": tracker.changes(name, created=text is None),
             "settings": doc.data}
 
 

@@ -40,7 +40,7 @@ def test_a_whole_file_difference_names_its_own_path_and_action():
     tracker.add("drop_in /etc/containerd/conf.d/99-nvidia.toml", None, "text", path="/etc/containerd/conf.d/99-nvidia.toml")
     tracker.add("imports", [], ["/etc/containerd/conf.d/99-nvidia.toml"], reason="added")
     # The settings of a file that was missing: the file is created.
-    assert tracker.changes("/etc/containerd/config.toml", "created") == [
+    assert tracker.changes("/etc/containerd/config.toml", created=True) == [
         {"path": "/etc/docker/daemon.json", "action": "removed", "reason": "created by this module"},
         {"path": "/etc/containerd/conf.d/99-nvidia.toml", "action": "created"},
         {"path": "/etc/containerd/config.toml", "action": "created", "setting": "imports", "reason": "added"},
