@@ -32,7 +32,8 @@ for scenario in "${scenarios[@]}"; do
       break
     fi
     echo "--- molecule $scenario: FAILED on try $try ($((SECONDS - start)) s); what $log says of it:"
-    grep -E 'fatal:|FAILED!|ERROR|Error|failed[:;]|did not come back' "$log" | tail -n 20 | cut -c1-600 | sed 's/^/    /' || true
+    grep -E 'fatal:|FAILED!|ERROR|CRITICAL|Error|failed[:;]|did not come back' "$log" | tail -n 8 | cut -c1-300 |
+      sed 's/^/    /' || true
     [ "$try" -eq 2 ] && rc=1
   done
 done

@@ -50,8 +50,10 @@ run_stage() {
   HOME=$stage_home "$@" 2>&1 | tee "$logs/$name.log" || ok=0
   left=$(home_left "$stage_home")
   if [ -n "$left" ]; then
-    echo "=== $name wrote into HOME (an empty $stage_home while it ran), outside the checkout and .cache/:"
-    while IFS= read -r line; do echo "    $line"; done <<<"$left"
+    {
+      echo "=== $name wrote into HOME (an empty $stage_home while it ran), outside the checkout and .cache/:"
+      while IFS= read -r line; do echo "  left in HOME: $line"; done <<<"$left"
+    } | tee -a "$logs/$name.log"
     ok=0
   fi
   rm -rf "$stage_home"
@@ -77,26 +79,30 @@ for stage in "${stages[@]}"; do
   esac
 done
 
-# failure_lines LOG: the lines of a stage's log that say what failed, then its last lines.
+# The end of the run is what a CI log keeps (its last 40 lines or so): a failed stage's last
+# lines, then the lines that say what failed, closest to the end.
 failure_lines() {
-  echo "--- lines of $1 that name a failure (the last 60):"
-  grep -n -E 'fatal:|FAILED|ERROR|Error:|Traceback|failed[:;,]|did not' "$1" | tail -n 60 | cut -c1-400 || true
-  echo "--- the last 40 lines of $1:"
-  tail -n 40 "$1" | cut -c1-400
+  echo "--- the last 8 lines of $1:"
+  tail -n 8 "$1" | cut -c1-300
+  echo "--- lines of $1 that name a failure (the last 12):"
+  grep -E 'fatal:|FAILED|ERROR|CRITICAL|Error:|Traceback|failed[:;,]|did not|wrote into HOME|left in HOME' "$1" |
+    grep -v -E '^(---|    )' | tail -n 12 | cut -c1-300 || true
 }
 
-# A stage that ran something twice (molecule) says so in lines like these; they are kept in view.
-for stage in "${stages[@]}"; do
-  [ -f "$logs/$stage.log" ] || continue
-  awk '/^--- .*FAILED on try/ { keep = 1; print; next } keep && /^    / { print; next } { keep = 0 }' \
-    "$logs/$stage.log" | cut -c1-400
-done
+# What a stage ran twice (molecule) says about the first try, kept in view even when the second passed.
+retry_lines() {
+  awk '/^--- .*FAILED on try/ { keep = 1; print; next } keep && /^    / { print; next } { keep = 0 }' "$1" |
+    cut -c1-300
+}
 
+for stage in "${failed[@]}"; do
+  echo "=== what the failed stage $stage said (all of it: .cache/logs/$stage.log)"
+  failure_lines "$logs/$stage.log"
+done
+for stage in "${stages[@]}"; do
+  [ ! -f "$logs/$stage.log" ] || retry_lines "$logs/$stage.log"
+done
 if [ ${#failed[@]} -gt 0 ]; then
-  for stage in "${failed[@]}"; do
-    echo "=== what the failed stage $stage said"
-    failure_lines "$logs/$stage.log"
-  done
   echo "FAILED stages: ${failed[*]}"
   exit 1
 fi
