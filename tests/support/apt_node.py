@@ -14,10 +14,12 @@ test generates with ``gpg``; apt checks the signature with the key the role writ
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -92,14 +94,31 @@ def interpreter(node, path):
     return path
 
 
+@contextlib.contextmanager
+def gpg_command(home):
+    """``gpg``'s command line for the GnuPG home ``home``, named by a short link in the temp dir.
+
+    gpg-agent listens on sockets inside the home, and a socket's path holds at most 107 bytes: a
+    home deep in a checkout (molecule's is ``<checkout>/.cache/ansible-home/tmp/molecule.*/...``)
+    makes the agent fail to start and gpg exit 2. The agent is stopped at the end.
+    """
+    link = Path(tempfile.mkdtemp(prefix="gpg-")) / "home"
+    link.symlink_to(Path(home).resolve())
+    try:
+        yield ["gpg", "--batch", "--quiet", "--yes", "--homedir", str(link), "--passphrase", ""]
+    finally:
+        subprocess.run(["gpgconf", "--homedir", str(link), "--kill", "gpg-agent"], check=False, capture_output=True)
+        shutil.rmtree(link.parent)
+
+
 def make_key(home):
     """A signing key in the GnuPG home ``home``: its ASCII-armored public key."""
     home = Path(home)
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    gpg = ["gpg", "--batch", "--quiet", "--homedir", str(home)]
-    subprocess.run(gpg + ["--passphrase", "", "--quick-gen-key", "Toolkit repo (tests) <repo@example.com>",
-                          "ed25519", "sign", "never"], check=True, capture_output=True)
-    return subprocess.run(gpg + ["--armor", "--export"], check=True, capture_output=True, text=True).stdout
+    with gpg_command(home) as gpg:
+        subprocess.run(gpg + ["--quick-gen-key", "Toolkit repo (tests) <repo@example.com>", "ed25519", "sign", "never"],
+                       check=True, capture_output=True)
+        return subprocess.run(gpg + ["--armor", "--export"], check=True, capture_output=True, text=True).stdout
 
 
 def build_repo(root, versions, gnupg_home):
@@ -124,9 +143,9 @@ def build_repo(root, versions, gnupg_home):
          %s %d Packages
         """) % (time.strftime("%a, %d %b %Y %H:%M:%S UTC", time.gmtime()), hashlib.sha256(data).hexdigest(), len(data))
     (arch_dir / "Release").write_text(release)
-    gpg = ["gpg", "--batch", "--quiet", "--yes", "--homedir", str(gnupg_home), "--passphrase", ""]
-    subprocess.run(gpg + ["--clearsign", "-o", str(arch_dir / "InRelease"), str(arch_dir / "Release")], check=True)
-    subprocess.run(gpg + ["-abs", "-o", str(arch_dir / "Release.gpg"), str(arch_dir / "Release")], check=True)
+    with gpg_command(gnupg_home) as gpg:
+        subprocess.run(gpg + ["--clearsign", "-o", str(arch_dir / "InRelease"), str(arch_dir / "Release")], check=True)
+        subprocess.run(gpg + ["-abs", "-o", str(arch_dir / "Release.gpg"), str(arch_dir / "Release")], check=True)
     return arch_dir
 
 

@@ -57,9 +57,9 @@ def build_repo(root, versions, gnupg_home):
             shutil.copy2(rpm, root / rpm.name)
     shutil.rmtree(work)
     subprocess.run(["createrepo_c", "--quiet", str(root)], check=True, capture_output=True)
-    subprocess.run(["gpg", "--batch", "--quiet", "--yes", "--homedir", str(gnupg_home), "--passphrase", "",
-                    "--armor", "--detach-sign", "-o", str(root / "repodata" / "repomd.xml.asc"),
-                    str(root / "repodata" / "repomd.xml")], check=True)
+    with apt_node.gpg_command(gnupg_home) as gpg:
+        subprocess.run(gpg + ["--armor", "--detach-sign", "-o", str(root / "repodata" / "repomd.xml.asc"),
+                              str(root / "repodata" / "repomd.xml")], check=True)
     return root
 
 
