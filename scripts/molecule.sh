@@ -32,7 +32,8 @@ for scenario in "${scenarios[@]}"; do
       break
     fi
     echo "--- molecule $scenario: FAILED on try $try ($((SECONDS - start)) s); what $log says of it:"
-    grep -E 'fatal:|FAILED!|ERROR|CRITICAL|Error|failed[:;]|did not come back' "$log" | tail -n 8 | cut -c1-300 |
+    grep -E 'fatal:|FAILED!|ERROR|CRITICAL|Error|failed[:;]|did not come back' "$log" |
+      grep -v -E '^(TASK \[|RUNNING HANDLER \[|FAILED - RETRYING)' | tail -n 8 | cut -c1-300 |
       sed 's/^/    /' || true
     [ "$try" -eq 2 ] && rc=1
   done

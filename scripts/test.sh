@@ -86,7 +86,7 @@ failure_lines() {
   tail -n 8 "$1" | cut -c1-300
   echo "--- lines of $1 that name a failure (the last 12):"
   grep -E 'fatal:|FAILED|ERROR|CRITICAL|Error:|Traceback|failed[:;,]|did not|wrote into HOME|left in HOME' "$1" |
-    grep -v -E '^(---|    )' | tail -n 12 | cut -c1-300 || true
+    grep -v -E '^(---|    |TASK \[|RUNNING HANDLER \[|FAILED - RETRYING)' | tail -n 12 | cut -c1-300 || true
 }
 
 # What a stage ran twice (molecule) says about the first try, kept in view even when the second passed.
