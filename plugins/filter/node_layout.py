@@ -16,10 +16,9 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import cdi, docker_config, runtimes, toolkit_config
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import normalize_host_path
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.role_choices import gpu_node_choices, restart_problem
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.toolkit_layout import MANIFEST_NAME
 
-# How messages name each engine's daemon.
-DAEMONS = {"containerd": "containerd", "docker": "dockerd", "crio": "CRI-O"}
 CDI_HOOK = "nvidia-cdi-hook"
 # Under the install dir: what persist_files keeps between playbook runs.
 PERSIST_DIR = ".gpu-node"
@@ -58,21 +57,6 @@ def read_ahead_paths(install_dirs, containerd_configs=(), docker_config=None):
             "installs": dirs}
 
 
-def restart_problem(engine, mode, command="", systemd_running=False, variables="", host="the node"):
-    daemon = DAEMONS.get(engine, engine)
-    if mode == "systemd" and not systemd_running:
-        return ("%(v)srestart_mode is 'systemd' (the default), but systemd is not PID 1 on %(host)s (no "
-                "/run/systemd/system), so restarting %(daemon)s after its configuration changed would fail "
-                "half-way. Nothing was changed. Set %(v)srestart_mode to 'command' together with "
-                "%(v)srestart_command (a shell command that restarts %(daemon)s on this node), or to 'none' to "
-                "only report that %(daemon)s needs a restart." % {"v": variables, "host": host, "daemon": daemon})
-    if mode == "command" and not (command or "").strip():
-        return ("%(v)srestart_mode is 'command' but %(v)srestart_command is empty. Nothing was changed. Set "
-                "%(v)srestart_command to a shell command that restarts %(daemon)s on this node, or set "
-                "%(v)srestart_mode to 'none'." % {"v": variables, "daemon": daemon})
-    return ""
-
-
 class FilterModule:
     def filters(self):
         return {
@@ -80,4 +64,5 @@ class FilterModule:
             "toolkit_binaries": toolkit_binaries,
             "read_ahead_paths": read_ahead_paths,
             "restart_problem": restart_problem,
+            "gpu_node_choices": gpu_node_choices,
         }
