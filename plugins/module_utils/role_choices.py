@@ -74,13 +74,21 @@ def gpu_node_choices(look, settings, host="the node", distribution=""):
     """The role's choices for one node, from the look and the role's ``settings``.
 
     ``settings`` holds the role's variables without their ``gpu_node_`` prefix: ``platform``,
-    ``container_engines``, ``state``, ``cdi_enabled``, ``cdi_refresh``, ``driver_not_loaded`` and
-    ``<engine>_restart_mode`` / ``<engine>_restart_command`` for each engine.
+    ``container_engines``, ``state``, ``cdi_enabled``, ``cdi_refresh``, ``dev_char_links``,
+    ``driver_not_loaded`` and ``<engine>_restart_mode`` / ``<engine>_restart_command`` for each engine.
 
-    Returns ``platform``, ``engines``, ``cdi_refresh`` (whether the CDI specs are regenerated
-    without a controller, at boot and after a driver upgrade), ``left_to_boot`` (the driver is
-    not loaded and ``driver_not_loaded=provision``: device nodes and CDI spec come at boot) and
-    ``problems``, each a sentence naming the setting to change; the run goes on only without any.
+    Returns:
+    - ``platform`` and ``engines``;
+    - ``cdi_refresh``: whether the CDI specs are regenerated without a controller (at boot and
+      after a driver upgrade), and ``cdi_refresh_units``: whether by systemd units (everywhere
+      but COS, whose ``/etc`` is a tmpfs: its reapply script runs the refresh);
+    - ``kept_configs``: the engines whose configuration is kept across reboots (COS, where GKE
+      writes containerd's and Docker's again at boot);
+    - ``dev_char_links``: whether ``/dev/char`` links are made (where systemd runs, unless set);
+    - ``device_nodes_in_place``: the look found every control device node, and link, in place;
+    - ``left_to_boot``: the driver is not loaded and ``driver_not_loaded=provision``, so device
+      nodes and CDI spec come at boot;
+    - ``problems``: each a sentence naming the setting to change; the run goes on only without any.
     """
     look = look or {}
     platform = platform_of(look, settings.get("platform", "auto"), distribution)
@@ -120,10 +128,19 @@ def gpu_node_choices(look, settings, host="the node", distribution=""):
         problems.append(
             "gpu_node_driver_not_loaded=provision leaves this node's CDI spec to the boot-time refresh, but "
             "gpu_node_cdi_refresh is off here (%s): turn it on, or load the driver and run again." % refresh)
+    char_links = settings.get("dev_char_links", "auto")
+    dev_char_links = systemd_running if str(char_links) == "auto" else truthy(char_links)
+    # None where the look could not tell: device_nodes then runs and looks itself.
+    missing = look.get("device_node_changes")
     return {
         "platform": platform,
         "engines": engines,
         "cdi_refresh": cdi_refresh,
+        "cdi_refresh_units": cdi_refresh and platform != "cos",
+        "kept_configs": [engine for engine in engines if platform == "cos" and engine in ("containerd", "docker")],
+        "dev_char_links": dev_char_links,
+        "device_nodes_in_place": (missing is not None and not missing.get("nodes")
+                                  and not (dev_char_links and missing.get("char_links"))),
         "left_to_boot": driver_unloaded and not_loaded == "provision",
         "problems": problems,
     }

@@ -118,3 +118,32 @@ def test_an_unloaded_driver_does_not_matter_without_cdi_or_when_removing(changes
 ])
 def test_settings_read_true_as_jinjas_bool_does(value, truth):
     assert truthy(value) is truth
+
+
+@pytest.mark.parametrize("platform_id, engines, refresh_setting, kept, units", [
+    ("cos", ["containerd", "docker", "crio"], "auto", ["containerd", "docker"], False),
+    ("ubuntu", ["containerd", "docker"], "auto", [], True),
+    ("ubuntu", ["containerd"], False, [], False),
+])
+def test_cos_keeps_the_engines_configs_and_other_nodes_get_refresh_units(platform_id, engines, refresh_setting, kept,
+                                                                         units):
+    choices = gpu_node_choices(look(os_release_id=platform_id), settings(container_engines=engines,
+                                                                         cdi_refresh=refresh_setting))
+    assert choices["kept_configs"] == kept
+    assert choices["cdi_refresh_units"] is units
+
+
+@pytest.mark.parametrize("changes, systemd, char_links_setting, char_links, in_place", [
+    ({"nodes": [], "char_links": []}, True, "auto", True, True),
+    ({"nodes": ["/dev/nvidiactl"], "char_links": []}, True, "auto", True, False),
+    ({"nodes": [], "char_links": ["/dev/char/195:255"]}, True, "auto", True, False),
+    ({"nodes": [], "char_links": ["/dev/char/195:255"]}, False, "auto", False, True),
+    ({"nodes": [], "char_links": ["/dev/char/195:255"]}, False, "yes", True, False),
+    (None, True, "auto", True, False),
+])
+def test_device_nodes_are_in_place_when_the_look_found_nothing_missing(changes, systemd, char_links_setting,
+                                                                      char_links, in_place):
+    choices = gpu_node_choices(look(device_node_changes=changes, systemd_running=systemd),
+                               settings(dev_char_links=char_links_setting, containerd_restart_mode="none"))
+    assert choices["dev_char_links"] is char_links
+    assert choices["device_nodes_in_place"] is in_place
