@@ -125,8 +125,8 @@ def test_settings_read_true_as_jinjas_bool_does(value, truth):
     ("ubuntu", ["containerd", "docker"], "auto", [], True),
     ("ubuntu", ["containerd"], False, [], False),
 ])
-def test_cos_keeps_the_engines_configs_and_other_nodes_get_refresh_units(platform_id, engines, refresh_setting, kept,
-                                                                         units):
+def test_cos_keeps_the_engines_configs_and_other_nodes_get_refresh_units(
+        platform_id, engines, refresh_setting, kept, units):
     choices = gpu_node_choices(look(os_release_id=platform_id), settings(container_engines=engines,
                                                                          cdi_refresh=refresh_setting))
     assert choices["kept_configs"] == kept
@@ -141,8 +141,8 @@ def test_cos_keeps_the_engines_configs_and_other_nodes_get_refresh_units(platfor
     ({"nodes": [], "char_links": ["/dev/char/195:255"]}, False, "yes", True, False),
     (None, True, "auto", True, False),
 ])
-def test_device_nodes_are_in_place_when_the_look_found_nothing_missing(changes, systemd, char_links_setting,
-                                                                      char_links, in_place):
+def test_device_nodes_are_in_place_when_the_look_found_nothing_missing(
+        changes, systemd, char_links_setting, char_links, in_place):
     choices = gpu_node_choices(look(device_node_changes=changes, systemd_running=systemd),
                                settings(dev_char_links=char_links_setting, containerd_restart_mode="none"))
     assert choices["dev_char_links"] is char_links
