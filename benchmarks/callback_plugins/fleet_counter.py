@@ -24,7 +24,7 @@ Not part of the collection. Enabled with ``ANSIBLE_CALLBACK_PLUGINS=<this dir>``
 - File transfers: ``ActionBase._transfer_file`` (a file put on the node) is wrapped the same way and
   logged with ``"transfer"`` set; it is not a module execution. A module's own file
   (``AnsiballZ_*``, put there when pipelining is off) is not logged. toolkit_install's files travel
-  in its module's ``payload`` argument: a module run with one is logged as the transfer
+  in its module's ``_wire`` argument (``payload``): a module run with one is logged as the transfer
   ``toolkit_install payload`` as well.
 - Task wall time: from one task's (or handler's) start to the next one's, or to the end of the
   play: the time the whole fleet spent on it, forks included.
@@ -74,7 +74,7 @@ def _record(action, module_name, task_vars, transfer=None):
 def _counting(original):
     def counting_execute_module(self, module_name=None, module_args=None, tmp=None, task_vars=None, *args, **kwargs):
         _record(self, module_name, task_vars)
-        if (module_args or {}).get("payload"):
+        if ((module_args or {}).get("_wire") or {}).get("payload"):
             _record(self, module_name, task_vars, transfer="%s payload" % module_name.rsplit(".", 1)[-1])
         return original(self, module_name, module_args, tmp, task_vars, *args, **kwargs)
     counting_execute_module.counting = True

@@ -86,16 +86,14 @@ class ActionModule(NodeActionBase):
     refusals = (toolkit_source.SourceError,) + toolkit_toml.REFUSALS
 
     def converge(self, args, task_vars):
+        if args.pop("_wire", None) is not None:
+            raise AnsibleActionFail("_wire is set by the action plugin itself, not by a task: remove it")
         read_ahead = args.pop("read_ahead", None)
-        args.pop("expected", None)
-        args.pop("config_write", None)
         config = self._config(args, read_ahead, task_vars)
         if config is None:
-            return self._install(args, read_ahead, task_vars)
+            return self._install(args, read_ahead, task_vars, {})
         out, write = config
-        if write is not None:
-            args["config_write"] = write
-        result = self._install(args, read_ahead, task_vars)
+        result = self._install(args, read_ahead, task_vars, {} if write is None else {"config_write": write})
         written = result.pop("config_write", None)
         if result.get("failed"):
             return result
@@ -132,9 +130,11 @@ class ActionModule(NodeActionBase):
         out = toolkit_toml.converge(files, config_args, self.check_mode, self.diff_mode)
         return out, files.deferred[0] if files.deferred else None
 
-    def _install(self, args, read_ahead, task_vars):
+    def _install(self, args, read_ahead, task_vars, wire):
+        """The install's module run(s), with ``wire`` (toolkit_install's ``_wire``: ``config_write``
+        here) and what this adds to it: ``expected`` or ``payload``."""
         if args["state"] != "present" or args["remote_src"]:
-            return self.run_module(MODULE, args, task_vars)
+            return self.run_module(MODULE, dict(args, _wire=wire), task_vars)
         workdir = tempfile.mkdtemp(prefix="gpu_node-toolkit-")
         try:
             tree = self._local_sources(args, workdir)
@@ -142,12 +142,12 @@ class ActionModule(NodeActionBase):
             shutil.rmtree(workdir, ignore_errors=True)
         module_args = dict(args, remote_src=True)
         module_args.pop("checksum", None)
-        in_place = None if args.get("config_write") else self._in_place(tree, args, read_ahead)
+        in_place = None if wire.get("config_write") else self._in_place(tree, args, read_ahead)
         if in_place is not None:
             return in_place
         expected, missing = self._expected_if_listed(tree, args, read_ahead)
         if expected is not None:
-            result = self.run_module(MODULE, dict(module_args, src=[], expected=expected), task_vars)
+            result = self.run_module(MODULE, dict(module_args, src=[], _wire=dict(wire, expected=expected)), task_vars)
             if not result.get("payload_needed"):
                 if missing and not result.get("failed"):
                     # What the module says when it reads the sources itself.
@@ -157,7 +157,7 @@ class ActionModule(NodeActionBase):
         # The files travel with the module's arguments: no temp dir, transfer or clean-up of their
         # own, on every connection and strategy (pipelining, SFTP, Mitogen).
         payload = toolkit_source.write_payload(tree)
-        return self.run_module(MODULE, dict(module_args, src=[], payload=payload), task_vars)
+        return self.run_module(MODULE, dict(module_args, src=[], _wire=dict(wire, payload=payload)), task_vars)
 
     @staticmethod
     def _in_place(tree, args, read_ahead):

@@ -101,10 +101,13 @@ def toolkit_install():
         config_path={"type": "path"},
         exec_mount={"type": "bool", "default": False},
         config={"type": "dict"},
-        expected={"type": "dict"},
-        payload={"type": "str", "no_log": True},
-        config_write={"type": "dict"},
+        # What the action plugin sends the node: the wire between the two halves of one task.
+        _wire={"type": "dict", "no_log": True},
     )
+
+
+# toolkit_install's _wire: its keys.
+TOOLKIT_INSTALL_WIRE = ("expected", "payload", "config_write")
 
 
 # What toolkit_install's config option does not take from toolkit_config's: the install's own.

@@ -149,31 +149,24 @@ options:
       - Only with O(state=present). To remove the file, use M(gpu_node.container_toolkit.toolkit_config)
         with C(state=absent).
     type: dict
-  config_write:
+  _wire:
     description:
-      - Set by the action plugin, not by hand. The C(config.toml) it edited for O(config), as the
-        options of M(gpu_node.container_toolkit.node_file_write) less C(host_root).
-      - Written after the install, as that module writes (a compare-and-swap on what the action
-        plugin read, under the node's lock), and not when RV(payload_needed) is returned.
+      - Internal, set by the action plugin and refused from a task; its shape may change in any release.
+        What the controller sends the node, as a dict with some of these keys.
+      - C(expected), what O(install_dir) should hold without the files' bytes (each name maps to a dict with
+        C(type=file), C(sha256) and C(mode), or with C(type=symlink) and C(target)), sent instead of the
+        sources when the manifest the action plugin was given in O(read_ahead) lists the same files, so a
+        run that changes nothing sends the node no files. With it, O(src) is not read; when O(install_dir)
+        holds exactly that, the result is the one a run with the sources gives, otherwise nothing is
+        changed and RV(payload_needed=true) asks for the sources.
+      - C(payload), the files the controller read from O(src) as a gzip-compressed tarball in base64,
+        sent with the module's arguments so that the install needs no file transfer of its own and
+        works with every connection and strategy. With it, O(src) and O(checksum) are not read.
+      - C(config_write), the C(config.toml) the action plugin edited for O(config), as the options of
+        M(gpu_node.container_toolkit.node_file_write) less C(host_root), written after the install (a
+        compare-and-swap on what the action plugin read, under the node's lock), and not when
+        RV(payload_needed) is returned.
     type: dict
-  expected:
-    description:
-      - Set by the action plugin, not by hand. What O(install_dir) should hold, without the files'
-        bytes; each name maps to a dict with C(type=file), C(sha256) and C(mode), or with
-        C(type=symlink) and C(target).
-      - With it, O(src) is not read. When O(install_dir) holds exactly that, the result is the one
-        a run with the sources gives; otherwise nothing is changed and RV(payload_needed=true) asks
-        for the sources (in check mode the changes are reported as they would be).
-      - The action plugin sends it instead of the sources when the manifest it was given in
-        O(read_ahead) lists the same files, so a run that changes nothing sends the node no files.
-    type: dict
-  payload:
-    description:
-      - Set by the action plugin, not by hand. The files the controller read from O(src), as a
-        gzip-compressed tarball in base64, sent with the module's arguments so that the install
-        needs no file transfer of its own and works with every connection and strategy.
-      - With it, O(src) and O(checksum) are not read (the controller checked them).
-    type: str
 notes:
   - Run as root for the files to be owned by root. Files are never group- or world-writable.
   - The mount check reads C(<host_root>/proc/self/mountinfo); when it is missing, the check is
@@ -227,10 +220,10 @@ EXAMPLES = r"""
 RETURN = r"""
 payload_needed:
   description:
-    - Only with O(expected), outside check mode - O(install_dir) differs from it, so nothing was changed
+    - Only with C(expected) in O(_wire), outside check mode - O(install_dir) differs from it, so nothing was changed
       and the module must be run again with the sources. The action plugin does so; a task never
       returns it.
-  returned: when O(expected) was given and the install differs from it
+  returned: when O(_wire) had C(expected) and the install differs from it
   type: bool
   sample: true
 install_dir:
@@ -357,6 +350,7 @@ class Installer:
         self.module = module
         self.node = NodeRoot(module.params["host_root"])
         self.install_dir = node_model.normalize_host_path(module.params["install_dir"])
+        self.wire = module.params["_wire"] or {}
         self.target = self.install_dir  # install_dir with its links resolved inside host_root
         self.owner = (0, 0) if os.geteuid() == 0 else None
         self.result = {"changed": False, "install_dir": self.install_dir, "files": [], "added": [],
@@ -431,8 +425,8 @@ class Installer:
         """What install_dir should hold: the controller's payload, or every src item read here
         (checksums checked first)."""
         params = self.module.params
-        if params["payload"]:
-            return self.entries_of([toolkit_source.read_payload(params["payload"])])
+        if self.wire.get("payload"):
+            return self.entries_of([toolkit_source.read_payload(self.wire["payload"])])
         trees = []
         for src, expected in toolkit_source.pair_checksums(params["src"], params["checksum"]):
             path = self.node.path(self.node.resolve(src))
@@ -457,13 +451,13 @@ class Installer:
         return entries
 
     def present(self):
-        expected = self.module.params["expected"]
+        expected = self.wire.get("expected")
         if expected:
             try:
                 entries = toolkit_layout.parse_expected(expected)
             except ValueError as exc:
                 raise InstallError("expected is not what the action plugin sends: %s" % exc) from None
-        elif self.module.params["src"] or self.module.params["payload"]:
+        elif self.module.params["src"] or self.wire.get("payload"):
             entries = self.wanted_entries()
         else:
             raise InstallError("src is required when state=present")
@@ -532,6 +526,9 @@ class Installer:
         self.result["changes"] += [change(d, "removed") for d in removed_dirs]
 
     def run(self):
+        unknown = sorted(set(self.wire) - set(argument_specs.TOOLKIT_INSTALL_WIRE))
+        if unknown:
+            raise InstallError("_wire is not what the action plugin sends: no key %s" % ", ".join(unknown))
         with self.node.locked():
             self.target = self.node.resolve(self.install_dir)
             if self.module.params["state"] == "absent":
@@ -540,8 +537,8 @@ class Installer:
                 raise InstallError("with remote_src=false, src is read by the controller: run this module through "
                                    "its action plugin (as a normal task), not directly")
             self.present()
-            if self.module.params["config_write"] and not self.result.get("payload_needed"):
-                self.write_config(self.module.params["config_write"])
+            if self.wire.get("config_write") and not self.result.get("payload_needed"):
+                self.write_config(self.wire["config_write"])
             return None
 
     def write_config(self, request):

@@ -164,7 +164,7 @@ class NodeFiles:
     """Node file I/O on behalf of ``action`` (a ``NodeActionBase``) for one task run; ``read_ahead``
     is ``node_info``'s result of that name, or None. With ``defer_writes``, :meth:`write`
     runs nothing: it adds ``node_file_write``'s arguments to :attr:`deferred`, for the action to
-    send with a module run it makes anyway (``toolkit_install``'s ``config_write``)."""
+    send with a module run it makes anyway (``toolkit_install``'s ``_wire``, ``config_write``)."""
 
     def __init__(self, action, task_vars, read_ahead=None, defer_writes=False):
         self._action = action

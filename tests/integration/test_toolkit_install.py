@@ -202,6 +202,9 @@ def test_missing_src_and_diff(cos_node, tmp_path):
     assert result["_rc"] != 0 and "not found on the controller" in result["msg"]
     result = run_module("toolkit_install", args_for(cos_node, None))
     assert result["_rc"] != 0 and "src is required" in result["msg"]
+    # What the action plugin sends the node is its own to set.
+    result = run_module("toolkit_install", args_for(cos_node, str(tmp_path), _wire={"payload": "eA=="}))
+    assert result["_rc"] != 0 and result["msg"] == "_wire is set by the action plugin itself, not by a task: remove it"
     tree = ta.build_tree(tmp_path / "artifacts")
     result = run_module("toolkit_install", args_for(cos_node, str(tree)), check=True, diff=True)
     assert result["_rc"] == 0 and "+nvidia-ctk.real: file 0755 sha256:" in result["_diff_text"], result

@@ -41,8 +41,13 @@ def node(cos_node):
 
 
 def install(node, monkeypatch, check=False, diff=False, **extra):
+    """The module run as its action plugin runs it: ``expected``, ``payload`` and ``config_write``
+    travel in ``_wire``."""
     args = {"host_root": str(node.root), "src": ["/var/lib/toolbox/toolkit"], "remote_src": True,
             "install_dir": INSTALL}
+    wire = {key: extra.pop(key) for key in ("expected", "payload", "config_write") if key in extra}
+    if wire:
+        args["_wire"] = dict(wire, **extra.pop("_wire", {}))
     args.update(extra)
     return run_module(toolkit_install.main, args, check_mode=check, diff=diff, monkeypatch=monkeypatch)
 
@@ -672,3 +677,9 @@ def test_config_write_in_check_mode_writes_nothing(node, monkeypatch):
 def test_config_write_that_is_not_what_the_action_sends_fails(node, monkeypatch):
     result, failed = install(node, monkeypatch, config_write={"content": "a = 1\n"})
     assert failed and "config_write is not what the action plugin sends: no path" in result["msg"]
+
+
+def test_a_wire_key_the_action_plugin_never_sends_fails_naming_it(node, monkeypatch):
+    result, failed = install(node, monkeypatch, _wire={"payloads": "x"})
+    assert failed and result["msg"] == "_wire is not what the action plugin sends: no key payloads"
+    assert not os.path.exists(node.node_path(INSTALL))
