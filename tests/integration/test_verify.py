@@ -198,3 +198,19 @@ def test_a_node_whose_containerd_has_no_cri_is_not_ready_until_enable_cri(fake_n
     ready = play("verify.yml", gpu_node_containerd_enable_cri=True)
     assert ready.returncode == 0, ready.stdout[-5000:]
     assert cells(table_lines(ready.stdout))["localhost"]["problems"] == "none"
+
+
+def test_a_node_whose_check_stops_before_the_look_is_still_in_the_table(fake_node_factory, tmp_path):
+    """A misspelled setting stops the role before it looks at the node: the node still gets its
+    row, saying where the check stopped, and fails the run."""
+    node = fake_node_factory("cos")
+    stopped = run_playbook(PLAYBOOKS / "verify.yml", extra_vars={
+        "gpu_node_hosts": "localhost", "gpu_node_host_root": str(node.root), "gpu_node_containerd_restart_mode": "none",
+        "gpu_node_toolkit_src": str(toolkit_artifacts.build_tree(tmp_path / "artifacts")), "gpu_node_toolkti_src": "x"})
+    assert stopped.returncode == 2, stopped.stdout[-5000:]
+    row = cells(table_lines(stopped.stdout))["localhost"]
+    assert row["platform"] == "-" and row["toolkit"] == "-", row
+    assert row["problems"].startswith("stopped: Check every gpu_node_ variable"), row
+    (problem,) = verify_output(stopped.stdout)[1]
+    assert problem.startswith("localhost: stopped: Check every gpu_node_ variable set is one of the role's"), problem
+    assert problem.endswith("add it to gpu_node_variables_allowed. Nothing was changed."), problem
