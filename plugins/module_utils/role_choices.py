@@ -49,13 +49,17 @@ def restart_problem(engine, mode, command="", systemd_running=False, variables="
     return ""
 
 
+def os_id_of(look, distribution=""):
+    """The node's os-release ID, or Ansible's distribution name (lower-cased) where the look found none."""
+    return (look.get("os_release_id") or (distribution or "").lower()).strip()
+
+
 def platform_of(look, setting="auto", distribution=""):
-    """The platform whose defaults apply: ``setting`` unless ``auto``, else the look's os-release ID
-    (Ansible's distribution name where the look found none); empty when unknown."""
+    """The platform whose defaults apply: ``setting`` unless ``auto``, else the one of the node's
+    os-release ID; empty when unknown."""
     if setting != "auto":
         return setting
-    os_id = (look.get("os_release_id") or (distribution or "").lower()).strip()
-    return PLATFORM_BY_OS_ID.get(os_id, "")
+    return PLATFORM_BY_OS_ID.get(os_id_of(look, distribution), "")
 
 
 def engines_of(look, setting="auto"):
@@ -104,8 +108,7 @@ def gpu_node_choices(look, settings, host="the node", distribution=""):
     problems = []
     if platform not in PLATFORMS:
         problems.append("Cannot tell this node's platform (os-release ID '%s' under %s); set gpu_node_platform to one "
-                        "of %s." % ((look.get("os_release_id") or (distribution or "").lower()).strip(),
-                                    settings.get("host_root", "/"), ", ".join(PLATFORMS)))
+                        "of %s." % (os_id_of(look, distribution), settings.get("host_root", "/"), ", ".join(PLATFORMS)))
     unknown = [engine for engine in engines if engine not in ENGINES]
     if unknown:
         problems.append("gpu_node_container_engines names '%s', which is not one of %s."
