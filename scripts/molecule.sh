@@ -32,9 +32,7 @@ for scenario in "${scenarios[@]}"; do
       break
     fi
     echo "--- molecule $scenario: FAILED on try $try ($((SECONDS - start)) s); what $log says of it:"
-    grep -E 'fatal:|FAILED!|ERROR|CRITICAL|Error|failed[:;]|did not come back' "$log" |
-      grep -v -E '^(TASK \[|RUNNING HANDLER \[|FAILED - RETRYING)' | tail -n 8 | cut -c1-300 |
-      sed 's/^/    /' || true
+    scripts/failure-lines.sh "$log" 8 | sed 's/^/    /'
     [ "$try" -eq 2 ] && rc=1
   done
 done

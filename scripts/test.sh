@@ -85,8 +85,7 @@ failure_lines() {
   echo "--- the last 8 lines of $1:"
   tail -n 8 "$1" | cut -c1-300
   echo "--- lines of $1 that name a failure (the last 12):"
-  grep -E 'fatal:|FAILED|ERROR|CRITICAL|Error:|Traceback|failed[:;,]|did not|wrote into HOME|left in HOME' "$1" |
-    grep -v -E '^(---|    |TASK \[|RUNNING HANDLER \[|FAILED - RETRYING)' | tail -n 12 | cut -c1-300 || true
+  scripts/failure-lines.sh "$1" 12
 }
 
 # What a stage ran twice (molecule) says about the first try, kept in view even when the second passed.
