@@ -5,7 +5,8 @@
 
 The roles decide which modules run; where those modules keep their files (the toolkit manifest,
 Docker's journal), which binaries the runtimes run, and whether an engine can be restarted as
-configured are the modules' knowledge, so the roles ask these filters instead of spelling it again.
+configured are the modules' knowledge, so the roles ask these filters instead of spelling it again;
+so is the script that restarts an engine and waits for it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import posixpath
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import cdi, docker_config, runtimes, toolkit_config
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import cdi, docker_config, engine_restart, runtimes, toolkit_config
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_model import normalize_host_path
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.role_choices import gpu_node_choices, restart_problem
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.toolkit_layout import MANIFEST_NAME
@@ -57,6 +58,18 @@ def read_ahead_paths(install_dirs, containerd_configs=(), docker_config=None):
             "installs": dirs}
 
 
+def engine_restart_script(service, mode, socket, health_command, command="", timeout=30, host_root="/"):
+    try:
+        timeout = int(timeout)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError("engine_restart_script: timeout must be a number of seconds, got %r" % (timeout,)) from None
+    problem = engine_restart.script_problem(mode, service, command, health_command, timeout)
+    if problem:
+        raise AnsibleFilterError("engine_restart_script: %s" % problem)
+    socket = _path(socket, "engine_restart_script: the engine's socket")
+    return engine_restart.restart_script(mode, service, command, host_root or "/", socket, health_command, timeout)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -65,4 +78,5 @@ class FilterModule:
             "read_ahead_paths": read_ahead_paths,
             "restart_problem": restart_problem,
             "gpu_node_choices": gpu_node_choices,
+            "engine_restart_script": engine_restart_script,
         }

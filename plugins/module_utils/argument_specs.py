@@ -69,6 +69,18 @@ def k3s_runtime():
     return spec
 
 
+def engine_restart():
+    return dict(
+        node_argument_spec(),
+        engine={"type": "str", "required": True},
+        restart_script={"type": "str", "required": True},
+        restart={"type": "dict"},
+        rollback_because={"type": "str"},
+        timeout={"type": "int", "default": 30},
+        backup_files={"type": "dict", "default": {}},
+    )
+
+
 def toolkit_config():
     return dict(
         node_argument_spec(read_ahead=True),

@@ -12,7 +12,8 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
 
 def test_the_filters_are_registered_under_their_documented_names():
     assert sorted(node_layout.FilterModule().filters()) == [
-        "docker_journal_path", "gpu_node_choices", "read_ahead_paths", "restart_problem", "toolkit_binaries"]
+        "docker_journal_path", "engine_restart_script", "gpu_node_choices", "read_ahead_paths", "restart_problem",
+        "toolkit_binaries"]
 
 
 def test_the_journal_path_is_the_modules_own():
