@@ -56,6 +56,17 @@ sys.argv = ["pip", "install", "--find-links", wheel_dir] + args
 runpy.run_module("pip", run_name="__main__", alter_sys=True)
 PY
 
+# ansible-test 2.22 pins one of pylint's requirements (dill) to an archive on github.com, which CI
+# cannot reach: such a direct reference is turned into the same package from the package index
+# (the only network CI has), in the requirement files of the ansible-test that runs here.
+requirements_dir=$(python -c 'import ansible_test, os; print(os.path.join(os.path.dirname(ansible_test.__file__), "_data", "requirements"))')
+for file in "$requirements_dir"/sanity.*.txt; do
+  if grep -Eq '^[A-Za-z0-9_.-]+ @ https?://' "$file"; then
+    echo "--- $(basename "$file"): $(grep -Eo '^[A-Za-z0-9_.-]+ @ https?://[^/]+' "$file" | tr '\n' ' ')-> from the package index"
+    sed -E -i 's/^([A-Za-z0-9_.-]+) @ https?:\/\/[^ ]*$/\1/' "$file"
+  fi
+done
+
 # ansible-test wants a real ansible_collections/<ns>/<name> directory as its working directory:
 # copy the checkout's files there as git sees them (no .cache/.venv; symlinks are not followed;
 # files deleted but not yet committed are left out).

@@ -134,7 +134,7 @@ class ActionModule(NodeActionBase):
         """The install's module run(s), with ``wire`` (toolkit_install's ``_wire``: ``config_write``
         here) and what this adds to it: ``expected`` or ``payload``."""
         if args["state"] != "present" or args["remote_src"]:
-            return self.run_module(MODULE, dict(args, _wire=wire), task_vars)
+            return self.run_module(MODULE, dict(args, _wire=argument_specs.wire_text(wire)), task_vars)
         workdir = tempfile.mkdtemp(prefix="gpu_node-toolkit-")
         try:
             tree = self._local_sources(args, workdir)
@@ -147,7 +147,7 @@ class ActionModule(NodeActionBase):
             return in_place
         expected, missing = self._expected_if_listed(tree, args, read_ahead)
         if expected is not None:
-            result = self.run_module(MODULE, dict(module_args, src=[], _wire=dict(wire, expected=expected)), task_vars)
+            result = self.run_module(MODULE, dict(module_args, src=[], _wire=argument_specs.wire_text(dict(wire, expected=expected))), task_vars)
             if not result.get("payload_needed"):
                 if missing and not result.get("failed"):
                     # What the module says when it reads the sources itself.
@@ -157,7 +157,7 @@ class ActionModule(NodeActionBase):
         # The files travel with the module's arguments: no temp dir, transfer or clean-up of their
         # own, on every connection and strategy (pipelining, SFTP, Mitogen).
         payload = toolkit_source.write_payload(tree)
-        return self.run_module(MODULE, dict(module_args, src=[], _wire=dict(wire, payload=payload)), task_vars)
+        return self.run_module(MODULE, dict(module_args, src=[], _wire=argument_specs.wire_text(dict(wire, payload=payload))), task_vars)
 
     @staticmethod
     def _in_place(tree, args, read_ahead):

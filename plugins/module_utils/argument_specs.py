@@ -11,6 +11,8 @@ it with the module's ``DOCUMENTATION``. Each function returns a fresh dict (call
 
 from __future__ import annotations
 
+import json
+
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import containerd_config as cc
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import crio_config as crio
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import docker_config as dc
@@ -113,13 +115,36 @@ def toolkit_install():
         config_path={"type": "path"},
         exec_mount={"type": "bool", "default": False},
         config={"type": "dict"},
-        # What the action plugin sends the node: the wire between the two halves of one task.
-        _wire={"type": "dict", "no_log": True},
+        # What the action plugin sends the node: the wire between the two halves of one task, as
+        # one JSON text (wire_text). One string: no_log hides it whole, and no path or digest inside
+        # it is masked where the result repeats it.
+        _wire={"type": "str", "no_log": True},
     )
 
 
 # toolkit_install's _wire: its keys.
 TOOLKIT_INSTALL_WIRE = ("expected", "payload", "config_write")
+
+
+def wire_text(wire):
+    """toolkit_install's ``_wire`` as the action plugin sends it: ``wire`` (a dict) as JSON text."""
+    return json.dumps(wire, separators=(",", ":"), sort_keys=True)
+
+
+def wire_of(text):
+    """The dict :func:`wire_text` made, or {} for none. Raises ValueError naming what is wrong."""
+    if not text:
+        return {}
+    try:
+        wire = json.loads(text)
+    except ValueError:
+        raise ValueError("_wire is not what the action plugin sends: not JSON") from None
+    if not isinstance(wire, dict):
+        raise ValueError("_wire is not what the action plugin sends: not a JSON object")
+    unknown = sorted(set(wire) - set(TOOLKIT_INSTALL_WIRE))
+    if unknown:
+        raise ValueError("_wire is not what the action plugin sends: no key %s" % ", ".join(unknown))
+    return wire
 
 
 # What toolkit_install's config option does not take from toolkit_config's: the install's own.

@@ -152,7 +152,8 @@ options:
   _wire:
     description:
       - Internal, set by the action plugin and refused from a task; its shape may change in any release.
-        What the controller sends the node, as a dict with some of these keys.
+        What the controller sends the node, as the JSON text of an object with some of these keys (one
+        string, which V(no_log) hides whole).
       - C(expected), what O(install_dir) should hold without the files' bytes (each name maps to a dict with
         C(type=file), C(sha256) and C(mode), or with C(type=symlink) and C(target)), sent instead of the
         sources when the manifest the action plugin was given in O(read_ahead) lists the same files, so a
@@ -166,7 +167,7 @@ options:
         M(gpu_node.container_toolkit.node_file_write) less C(host_root), written after the install (a
         compare-and-swap on what the action plugin read, under the node's lock), and not when
         RV(payload_needed) is returned.
-    type: dict
+    type: str
 notes:
   - Run as root for the files to be owned by root. Files are never group- or world-writable.
   - The mount check reads C(<host_root>/proc/self/mountinfo); when it is missing, the check is
@@ -350,7 +351,8 @@ class Installer:
         self.module = module
         self.node = NodeRoot(module.params["host_root"])
         self.install_dir = node_model.normalize_host_path(module.params["install_dir"])
-        self.wire = module.params["_wire"] or {}
+        self.wire_text = module.params["_wire"]
+        self.wire = {}
         self.target = self.install_dir  # install_dir with its links resolved inside host_root
         self.owner = (0, 0) if os.geteuid() == 0 else None
         self.result = {"changed": False, "install_dir": self.install_dir, "files": [], "added": [],
@@ -526,9 +528,10 @@ class Installer:
         self.result["changes"] += [change(d, "removed") for d in removed_dirs]
 
     def run(self):
-        unknown = sorted(set(self.wire) - set(argument_specs.TOOLKIT_INSTALL_WIRE))
-        if unknown:
-            raise InstallError("_wire is not what the action plugin sends: no key %s" % ", ".join(unknown))
+        try:
+            self.wire = argument_specs.wire_of(self.wire_text)
+        except ValueError as exc:
+            raise InstallError(str(exc)) from None
         with self.node.locked():
             self.target = self.node.resolve(self.install_dir)
             if self.module.params["state"] == "absent":

@@ -17,7 +17,7 @@ import pytest
 import toolkit_artifacts as ta
 from module_runner import run_module
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import toolkit_source
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import argument_specs, toolkit_source
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import NodeRoot
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import toolkit_install
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.local_command import run_tool
@@ -46,8 +46,9 @@ def install(node, monkeypatch, check=False, diff=False, **extra):
     args = {"host_root": str(node.root), "src": ["/var/lib/toolbox/toolkit"], "remote_src": True,
             "install_dir": INSTALL}
     wire = {key: extra.pop(key) for key in ("expected", "payload", "config_write") if key in extra}
+    wire.update(extra.pop("_wire", {}))
     if wire:
-        args["_wire"] = dict(wire, **extra.pop("_wire", {}))
+        args["_wire"] = argument_specs.wire_text(wire)
     args.update(extra)
     return run_module(toolkit_install.main, args, check_mode=check, diff=diff, monkeypatch=monkeypatch)
 
@@ -683,3 +684,20 @@ def test_a_wire_key_the_action_plugin_never_sends_fails_naming_it(node, monkeypa
     result, failed = install(node, monkeypatch, _wire={"payloads": "x"})
     assert failed and result["msg"] == "_wire is not what the action plugin sends: no key payloads"
     assert not os.path.exists(node.node_path(INSTALL))
+
+
+@pytest.mark.parametrize("text,problem", [("{not json", "not JSON"), ("[1]", "not a JSON object")])
+def test_a_wire_that_is_not_the_action_plugins_json_fails_naming_it(node, monkeypatch, text, problem):
+    monkeypatch.setattr(argument_specs, "wire_text", lambda _wire: text)
+    result, failed = install(node, monkeypatch, _wire={"payload": "eA=="})
+    assert failed and result["msg"] == "_wire is not what the action plugin sends: %s" % problem
+
+
+def test_the_wire_is_one_string_so_no_path_in_it_is_masked_in_the_result():
+    # no_log hides an option's values wherever the result repeats them; the wire is one JSON text,
+    # which no result repeats, so the paths and digests the wire carries stay readable.
+    spec = argument_specs.toolkit_install()["_wire"]
+    assert spec == {"type": "str", "no_log": True}
+    wire = argument_specs.wire_text({"config_write": {"path": "/usr/local/nvidia/toolkit/x"}})
+    assert argument_specs.wire_of(wire) == {"config_write": {"path": "/usr/local/nvidia/toolkit/x"}}
+    assert argument_specs.wire_of(None) == {}
