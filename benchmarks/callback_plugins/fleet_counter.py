@@ -74,7 +74,7 @@ def _record(action, module_name, task_vars, transfer=None):
 def _counting(original):
     def counting_execute_module(self, module_name=None, module_args=None, tmp=None, task_vars=None, *args, **kwargs):
         _record(self, module_name, task_vars)
-        if '"payload":' in ((module_args or {}).get("_wire") or ""):
+        if "payload" in json.loads((module_args or {}).get("_wire") or "{}"):
             _record(self, module_name, task_vars, transfer="%s payload" % module_name.rsplit(".", 1)[-1])
         return original(self, module_name, module_args, tmp, task_vars, *args, **kwargs)
     counting_execute_module.counting = True

@@ -133,21 +133,25 @@ class ActionModule(NodeActionBase):
     def _install(self, args, read_ahead, task_vars, wire):
         """The install's module run(s), with ``wire`` (toolkit_install's ``_wire``: ``config_write``
         here) and what this adds to it: ``expected`` or ``payload``."""
+        def install(module_args, **more):
+            return self.run_module(MODULE, dict(module_args, _wire=argument_specs.wire_text(dict(wire, **more))), task_vars)
+
         if args["state"] != "present" or args["remote_src"]:
-            return self.run_module(MODULE, dict(args, _wire=argument_specs.wire_text(wire)), task_vars)
+            return install(args)
         workdir = tempfile.mkdtemp(prefix="gpu_node-toolkit-")
         try:
             tree = self._local_sources(args, workdir)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-        module_args = dict(args, remote_src=True)
+        # The node reads no source of its own: the files, or what they should be, travel in _wire.
+        module_args = dict(args, remote_src=True, src=[])
         module_args.pop("checksum", None)
         in_place = None if wire.get("config_write") else self._in_place(tree, args, read_ahead)
         if in_place is not None:
             return in_place
         expected, missing = self._expected_if_listed(tree, args, read_ahead)
         if expected is not None:
-            result = self.run_module(MODULE, dict(module_args, src=[], _wire=argument_specs.wire_text(dict(wire, expected=expected))), task_vars)
+            result = install(module_args, expected=expected)
             if not result.get("payload_needed"):
                 if missing and not result.get("failed"):
                     # What the module says when it reads the sources itself.
@@ -157,7 +161,7 @@ class ActionModule(NodeActionBase):
         # The files travel with the module's arguments: no temp dir, transfer or clean-up of their
         # own, on every connection and strategy (pipelining, SFTP, Mitogen).
         payload = toolkit_source.write_payload(tree)
-        return self.run_module(MODULE, dict(module_args, src=[], _wire=argument_specs.wire_text(dict(wire, payload=payload))), task_vars)
+        return install(module_args, payload=payload)
 
     @staticmethod
     def _in_place(tree, args, read_ahead):
