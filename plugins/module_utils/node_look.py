@@ -23,6 +23,7 @@ from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import 
     node_fs,
     node_model,
     node_reads,
+    node_record,
     procfs,
 )
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import kube_distro as kd
@@ -77,6 +78,8 @@ def look(params, wanted=None):
                   "warnings": warnings}
         facts["read_ahead"] = dict(node_reads.read_ahead(root, files, wanted["trees"], exist, wanted["installs"]),
                                    host_root=params["host_root"], driver=driver)
+        # What a run compares with the record of the last full run (node_record).
+        facts["look_digest"] = node_record.look_digest(dict(node, **facts))
     return dict(node, **facts), warnings
 
 

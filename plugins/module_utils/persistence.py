@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import docker_config, edit_journal
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import docker_config, edit_journal, node_record
 
 PROVISIONED_CONFIG = "containerd-provisioned.toml"
 BASE_CONFIG = "containerd-base.toml"
@@ -115,10 +115,13 @@ def plan(wanted, current):
     ``current`` maps each file in the kept directory to ``(bytes, mode)``, as ``wanted`` does (or
     both to ``(digest, mode)``: only equality is used). Actions are
     ``create``, ``update`` (bytes differ), ``chmod`` (only the mode differs) and ``remove`` (a
-    copy nothing asks for any more, e.g. a spec no longer written).
+    copy nothing asks for any more, e.g. a spec no longer written). The run's record
+    (``node_record.RECORD_NAME``) is the node_record module's, and left to it.
     """
     steps = []
     for name in sorted(set(wanted) | set(current)):
+        if name == node_record.RECORD_NAME:
+            continue
         if name not in wanted:
             steps.append((name, "remove"))
         elif name not in current:

@@ -11,6 +11,8 @@ own preflight asks :func:`restart_problem` the same question for one engine.
 
 from __future__ import annotations
 
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_record
+
 # os-release ID (or Ansible's distribution name, lower-cased) -> the platform whose vars apply.
 PLATFORM_BY_OS_ID = {
     "cos": "cos", "debian": "debian", "ubuntu": "ubuntu", "flatcar": "flatcar",
@@ -92,7 +94,13 @@ def gpu_node_choices(look, settings, host="the node", distribution=""):
     - ``device_nodes_in_place``: the look found every control device node, and link, in place;
     - ``left_to_boot``: the driver is not loaded and ``driver_not_loaded=provision``, so device
       nodes and CDI spec come at boot;
-    - ``problems``: each a sentence naming the setting to change; the run goes on only without any.
+    - ``problems``: each a sentence naming the setting to change; the run goes on only without any;
+    - ``in_place``: the node is as the last full run with the same inputs left it (``node_record``),
+      so the steps would change nothing and are skipped; and ``record``: this run records the node
+      at its end. Both need ``inputs_digest`` (empty: the inputs cannot be told), ``state=present``,
+      ``toolkit_install_method=files`` (packages come from outside the run's inputs) and not
+      ``verifying``; ``record`` needs ``full_run`` too (every step selected, not check mode);
+      ``inputs_digest``, the one to record (empty where neither applies).
     """
     look = look or {}
     platform = platform_of(look, settings.get("platform", "auto"), distribution)
@@ -135,6 +143,10 @@ def gpu_node_choices(look, settings, host="the node", distribution=""):
     dev_char_links = systemd_running if str(char_links) == "auto" else truthy(char_links)
     # None where the look could not tell: device_nodes then runs and looks itself.
     missing = look.get("device_node_changes")
+    inputs = settings.get("inputs_digest") or ""
+    recordable = bool(inputs and settings.get("state", "present") == "present" and not problems
+                      and settings.get("toolkit_install_method", "files") == "files"
+                      and not truthy(settings.get("verifying", False)))
     return {
         "platform": platform,
         "engines": engines,
@@ -146,4 +158,7 @@ def gpu_node_choices(look, settings, host="the node", distribution=""):
                                   and not (dev_char_links and missing.get("char_links"))),
         "left_to_boot": driver_unloaded and not_loaded == "provision",
         "problems": problems,
+        "in_place": recordable and node_record.in_place(look, inputs),
+        "record": recordable and truthy(settings.get("full_run", False)),
+        "inputs_digest": inputs if recordable else "",
     }

@@ -101,6 +101,15 @@ driver_version:
   returned: when the driver is found
   type: str
   sample: 535.104.12
+look_digest:
+  description:
+    - The digest of this look (every value returned but this one, with the mount table reduced to
+      the mounts holding an install dir, and the records left out), as
+      M(gpu_node.container_toolkit.node_record) writes it; the gpu_node role compares it with the
+      record of the last full run.
+  returned: when O(read_ahead) is set and the driver is found
+  type: str
+  sample: 0f3c2e6d9b1a7c4e5f8a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f70
 read_ahead:
   description:
     - What O(read_ahead) asked for, read in this call. Pass it on unchanged to the action plugins'

@@ -217,6 +217,7 @@ def test_the_look_returns_the_driver_facts_and_driver_info_reads_nothing_ahead(c
                                 monkeypatch=monkeypatch)
     assert not failed
     assert looked.pop("read_ahead")["driver"]["facts"]["driver_version"] == "535.104.12"
+    assert len(looked.pop("look_digest")) == 64
     assert looked == facts
     refused, failed = run_module(nvidia_driver_info.main, {"host_root": str(cos_node.root), "read_ahead": {}},
                                  monkeypatch=monkeypatch)
