@@ -101,6 +101,12 @@ look_digest:
   returned: always
   type: str
   sample: 0f3c2e6d9b1a7c4e5f8a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f70
+dirs_created:
+  description: Host paths of the directories made for the record (the kept directory), outermost first.
+  returned: always
+  type: list
+  elements: str
+  sample: []
 changes:
   description: What was (or would be) done, a C(path) and an C(action) each (V(created), V(updated)).
   returned: always
@@ -116,6 +122,7 @@ from ansible.module_utils.basic import AnsibleModule
 # First of the collection's imports: it fails clearly on a node Python too old for the others.
 import ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_python  # noqa: F401  # pylint: disable=unused-import
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_look, node_model, node_record, node_write
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.differences import change
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.node_fs import NodeFsError, NodeRoot
 
 
@@ -125,21 +132,30 @@ def main():
                            dir={"type": "str", "required": True}, inputs={"type": "str", "required": True}),
         supports_check_mode=True,
     )
-    path = posixpath.join(node_model.normalize_host_path(module.params["dir"]), node_record.RECORD_NAME)
-    try:
-        look, _warnings = node_look.look(module.params, module.params["read_ahead"])
-    except node_look.LookError as exc:
-        module.fail_json(msg="cannot record the node as this run left it: %s" % exc, path=path, changes=[])
-    result = node_write.new_result(path)
-    result["look_digest"] = look["look_digest"]
-    request = dict(path=path, content=node_record.record_text(module.params["inputs"], look["look_digest"]),
-                   mode="0644", make_dirs=True, backup=False, validate=None, expect_sha256=None, expect_absent=False)
+    kept = node_model.normalize_host_path(module.params["dir"])
+    path = posixpath.join(kept, node_record.RECORD_NAME)
     node = NodeRoot(module.params["host_root"])
+    result = node_write.new_result(path)
     try:
         with node.locked():
+            # The directory first: the look sees it as the next run's look will.
+            missing = node.missing_dirs(kept)
+            if missing and not module.check_mode:
+                node.make_dirs(missing[-1])
+            try:
+                look, _warnings = node_look.look(module.params, module.params["read_ahead"])
+            except node_look.LookError as exc:
+                module.fail_json(msg="cannot record the node as this run left it: %s" % exc, **result)
+            result["look_digest"] = look["look_digest"]
+            request = dict(path=path, content=node_record.record_text(module.params["inputs"], look["look_digest"]),
+                           mode="0644", make_dirs=True, backup=False, validate=None, expect_sha256=None,
+                           expect_absent=False)
             node_write.write(node, request, result, module.check_mode, module.run_command)
     except (node_write.WriteRefused, NodeFsError) as exc:
         module.fail_json(msg="cannot write the record %s: %s" % (path, exc), **result)
+    if missing:
+        result["dirs_created"] = missing
+        result["changes"] = [change(d, "created") for d in missing] + [c for c in result["changes"] if c["path"] not in missing]
     module.exit_json(**result)
 
 

@@ -96,13 +96,13 @@ def test_platform_comes_from_the_discovery_result(fake_node_factory, tmp_path):
     assert recap(proc.stdout)["localhost"]["changed"] > 0
 
 
-def _modules_run(node, artifacts, tmp_path, label, transfers=None):
+def _modules_run(node, artifacts, tmp_path, label, transfers=None, extra=None):
     """site.yml once, with the benchmark's counter: (recap, [(task name, module)] run on the node);
     the names of the files put on the node are appended to ``transfers``."""
     counts = tmp_path / ("counts-%s.json" % label)
     proc = run_playbook(PLAYBOOKS / "site.yml", extra_vars={
         "gpu_node_hosts": "localhost", "gpu_node_host_root": str(node.root), "gpu_node_toolkit_src": str(artifacts),
-        "gpu_node_containerd_restart_mode": "none"}, env={
+        "gpu_node_containerd_restart_mode": "none", **(extra or {})}, env={
         "ANSIBLE_CALLBACK_PLUGINS": str(REPO / "benchmarks" / "callback_plugins"),
         "ANSIBLE_CALLBACKS_ENABLED": "fleet_counter", "GPU_NODE_FLEET_COUNTS": str(counts)})
     assert proc.returncode == 0, proc.stdout[-5000:]
@@ -127,6 +127,34 @@ def test_a_run_that_changes_nothing_reads_the_node_once(fake_node_factory, tmp_p
     assert totals["changed"] == 0
     assert [module for _task, module in runs] == ["node_info"], runs
     assert sent == []
+
+
+def test_the_steps_are_skipped_only_while_the_record_matches(fake_node_factory, tmp_path):
+    """A converge records the node; a run with the same inputs that finds it so skips the steps; a
+    changed setting or source, or a record-less run (gpu_node_skip_unchanged false), runs them all."""
+    node = fake_node_factory("cos")
+    artifacts = toolkit_artifacts.build_tree(tmp_path / "artifacts")
+    record = node.node_path("/home/kubernetes/bin/nvidia/toolkit/.gpu-node/provisioned.json")
+    _totals, runs = _modules_run(node, artifacts, tmp_path, "converge")
+    assert runs[-1][1] == "node_record" and json.loads(record.read_text())["format"] == 1
+    totals, runs = _modules_run(node, artifacts, tmp_path, "no-op")
+    assert totals["changed"] == 0 and [module for _task, module in runs] == ["node_info"]
+    # Another setting: every step runs, the default runtime changes, and the node is recorded again.
+    totals, runs = _modules_run(node, artifacts, tmp_path, "setting", extra={"gpu_node_set_as_default": True})
+    modules = [module for _task, module in runs]
+    assert totals["changed"] >= 1 and "node_file_write" in modules and modules[-1] == "node_record", runs
+    # A source whose contents changed (same path): the install runs and puts the new file in.
+    binary = artifacts / "usr" / "bin" / "nvidia-ctk"
+    binary.write_bytes(binary.read_bytes() + b"\n# rebuilt\n")
+    totals, runs = _modules_run(node, artifacts, tmp_path, "source", extra={"gpu_node_set_as_default": True})
+    assert totals["changed"] >= 1 and "toolkit_install" in [module for _task, module in runs], runs
+    assert node.node_path("/home/kubernetes/bin/nvidia/toolkit/nvidia-ctk.real").read_bytes().endswith(b"# rebuilt\n")
+    # Without the skip, each step finds out for itself, and nothing is recorded.
+    before = record.read_bytes()
+    totals, runs = _modules_run(node, artifacts, tmp_path, "full", extra={"gpu_node_set_as_default": True,
+                                                                           "gpu_node_skip_unchanged": False})
+    assert totals["changed"] == 0 and [module for _task, module in runs] == ["node_info"], runs
+    assert totals["skipped"] > 5 and record.read_bytes() == before
 
 
 def test_a_binary_changed_behind_the_manifest_is_put_back(fake_node_factory, tmp_path):
@@ -168,8 +196,9 @@ def test_drift_after_the_look_is_still_repaired(fake_node_factory, tmp_path):
     assert kept.read_bytes() == provisioned
     # The toolkit's config in the install's run (the binaries are as listed: no payload), containerd's
     # in its own task, the kept copy by persist_files; the CDI spec is in place.
+    # Then the record of the node as this run left it.
     assert sorted(module for _task, module in runs) == [
-        "node_file_write", "node_info", "persist_files", "toolkit_install"], runs
+        "node_file_write", "node_info", "node_record", "persist_files", "toolkit_install"], runs
 
 
 def test_the_toolkit_config_is_written_in_the_install_run(fake_node_factory, tmp_path):
