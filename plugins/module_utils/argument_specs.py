@@ -83,6 +83,23 @@ def engine_restart():
     )
 
 
+def gpu_node_look():
+    return dict(
+        node_argument_spec(driver=True),
+        read_ahead={"type": "dict"},
+        settings={"type": "dict", "required": True},
+        needs_driver={"type": "bool", "default": True},
+        options_file={"type": "path", "required": True},
+        prefix={"type": "str", "default": "gpu_node_"},
+        known={"type": "list", "elements": "str", "default": []},
+        allowed={"type": "list", "elements": "str", "default": []},
+        skip_unchanged={"type": "bool", "default": False},
+        passed_on={"type": "list", "elements": "str", "default": []},
+        sources={"type": "list", "elements": "str", "default": []},
+        remote_src={"type": "bool", "default": False},
+    )
+
+
 def toolkit_config():
     return dict(
         node_argument_spec(read_ahead=True),

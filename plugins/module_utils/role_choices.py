@@ -76,6 +76,22 @@ def engines_of(look, setting="auto"):
     return found or ["containerd"]
 
 
+def variable_problems(unknown, host_root, playbook_dir=""):
+    """What the gpu_node role says before its look about its own variables: the ``unknown`` ones
+    (``unknown_variables``' result, names with their closest known one) and a relative ``host_root``."""
+    problems = []
+    if unknown:
+        problems.append("Unknown variables for the gpu_node role: %s. A misspelled setting would be ignored. Correct the "
+                        "name, or, for a variable of your own under this prefix, add it to gpu_node_variables_allowed."
+                        % ", ".join(unknown))
+    if not str(host_root).startswith("/"):
+        problems.append("gpu_node_host_root '%s' is a relative path, which the node's modules would read from their own "
+                        "working directory. Give the absolute path of the node's / as this machine sees it ('/' for the "
+                        "machine itself; for a simulated node next to the playbook, '%s/%s')."
+                        % (host_root, playbook_dir, host_root))
+    return problems
+
+
 def gpu_node_choices(look, settings, host="the node", distribution=""):
     """The role's choices for one node, from the look and the role's ``settings``.
 

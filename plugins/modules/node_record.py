@@ -43,7 +43,7 @@ options:
   inputs:
     description:
       - The digest of the run's inputs, as the gpu_node role computes it
-        (P(gpu_node.container_toolkit.inputs_digest#lookup)).
+        (M(gpu_node.container_toolkit.gpu_node_look)).
     type: str
     required: true
   read_ahead:
