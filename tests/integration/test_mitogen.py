@@ -45,10 +45,14 @@ def outcomes(stdout):
 BACKUP_STAMP = re.compile(r"\.\d+\.\d{4}-\d\d-\d\d@\d\d:\d\d:\d\d~$")
 
 
+RECORD = "/.gpu-node/provisioned.json"
+
+
 def node_files(node):
-    """The node's entries without their times (in backup names too): two nodes provisioned apart
-    must still match."""
-    return {BACKUP_STAMP.sub(".<pid>.<time>~", path): entry[:5] + entry[6:] for path, entry in snapshot(node.root).items()}
+    """The node's entries without their times (in backup names too), and the run's record without its
+    digests (of this node's look, under its own host_root): two nodes provisioned apart must still match."""
+    return {BACKUP_STAMP.sub(".<pid>.<time>~", path): entry[:5] + entry[6:-1 if path.endswith(RECORD) else None]
+            for path, entry in snapshot(node.root).items()}
 
 
 def run(playbook, node, artifacts, strategy):

@@ -210,7 +210,8 @@ def test_a_node_whose_check_stops_before_the_look_is_still_in_the_table(fake_nod
     assert stopped.returncode == 2, stopped.stdout[-5000:]
     row = cells(table_lines(stopped.stdout))["localhost"]
     assert row["platform"] == "-" and row["toolkit"] == "-", row
-    assert row["problems"].startswith("stopped: Check every gpu_node_ variable"), row
+    assert row["problems"].startswith("stopped: Look at the node (driver, device nodes"), row
     (problem,) = verify_output(stopped.stdout)[1]
-    assert problem.startswith("localhost: stopped: Check every gpu_node_ variable set is one of the role's"), problem
+    assert problem.startswith("localhost: stopped: Look at the node (driver, device nodes, os-release, systemd) and check the "
+                              "run can finish: Unknown variables for the gpu_node role: gpu_node_toolkti_src"), problem
     assert problem.endswith("add it to gpu_node_variables_allowed. Nothing was changed."), problem

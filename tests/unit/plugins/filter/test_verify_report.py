@@ -136,3 +136,15 @@ def test_bad_arguments_are_named():
     with pytest.raises(AnsibleFilterError, match="verify_table takes a list"):
         verify_table({"node": "n1"}, ["node"])
     assert set(FilterModule().filters()) == {"verify_row", "verify_table"}
+
+
+def test_the_failure_that_stopped_the_check_is_said_once():
+    """The look fails the task that stopped the check: its registered result repeats the message."""
+    looked = {"failed": True, "msg": "Unknown variables for the gpu_node role: gpu_node_x."}
+    stopped = "Look at the node and check the run can finish: Unknown variables for the gpu_node role: gpu_node_x."
+    row = verify_row(results(driver=looked), "n1", COLUMNS, stopped=stopped)
+    assert row["details"] == ["stopped: " + stopped]
+    # Another failure is still its own problem.
+    row = verify_row(results(driver=looked), "n1", COLUMNS, stopped="Write the CDI specs: disk full")
+    assert row["details"] == ["stopped: Write the CDI specs: disk full",
+                              "driver: failed: Unknown variables for the gpu_node role: gpu_node_x."]
