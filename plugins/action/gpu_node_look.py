@@ -85,7 +85,7 @@ class ActionModule(NodeActionBase):
             return ""
         try:
             settings = {name: self._templar.template(task_vars[name]) if name in task_vars else NOT_SET
-                        for name in options + args["passed_on"]}
+                        for name in options + args["other_inputs"]}
             sources = []
             for source in args["sources"]:
                 if source.startswith(URL_SCHEMES):

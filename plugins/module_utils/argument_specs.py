@@ -94,7 +94,7 @@ def gpu_node_look():
         known={"type": "list", "elements": "str", "default": []},
         allowed={"type": "list", "elements": "str", "default": []},
         skip_unchanged={"type": "bool", "default": False},
-        passed_on={"type": "list", "elements": "str", "default": []},
+        other_inputs={"type": "list", "elements": "str", "default": []},
         sources={"type": "list", "elements": "str", "default": []},
         remote_src={"type": "bool", "default": False},
     )

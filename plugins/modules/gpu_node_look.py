@@ -19,7 +19,7 @@ description:
   - takes the platform, the container engines, the CDI refresh and the problems that stop the run from that look
     and O(settings), as the P(gpu_node.container_toolkit.gpu_node_choices#filter) filter does, and returns them as
     RV(choices); it fails, naming the setting to change, when there is a problem;
-  - with O(skip_unchanged), digests the run's inputs (every option's value, those of O(passed_on), the host's
+  - with O(skip_unchanged), digests the run's inputs (every option's value, those of O(other_inputs), the host's
     name and distribution, the contents of O(sources) on the controller, the collection's own files), so that
     RV(choices.in_place) says whether the node is as the last full run with the same inputs left it
     (the record M(gpu_node.container_toolkit.node_record) wrote) and RV(choices.record) whether this run
@@ -84,7 +84,7 @@ options:
     description: Digest the run's inputs, so that the steps can be skipped where the node's record matches them.
     type: bool
     default: false
-  passed_on:
+  other_inputs:
     description: Variables of the other roles the run passes on as they are; their values are part of the inputs.
     type: list
     elements: str

@@ -151,8 +151,8 @@ def test_the_steps_are_skipped_only_while_the_record_matches(fake_node_factory, 
     assert node.node_path("/home/kubernetes/bin/nvidia/toolkit/nvidia-ctk.real").read_bytes().endswith(b"# rebuilt\n")
     # Without the skip, each step finds out for itself, and nothing is recorded.
     before = record.read_bytes()
-    totals, runs = _modules_run(node, artifacts, tmp_path, "full", extra={"gpu_node_set_as_default": True,
-                                                                           "gpu_node_skip_unchanged": False})
+    totals, runs = _modules_run(node, artifacts, tmp_path, "full",
+                                extra={"gpu_node_set_as_default": True, "gpu_node_skip_unchanged": False})
     assert totals["changed"] == 0 and [module for _task, module in runs] == ["node_info"], runs
     assert totals["skipped"] > 5 and record.read_bytes() == before
 

@@ -82,9 +82,9 @@ NOT_INPUTS = ("_read_ahead", "_runtime_binaries_changed", "_variables_allowed", 
 def test_the_run_inputs_name_every_option_gpu_node_passes_on_as_it_is():
     """A run that finds the node as the last full run left it skips its steps only when its inputs
     digest is the same (node_record): every option of the roles gpu_node uses must be either set by
-    gpu_node from its own settings, or one of gpu_node__passed_on, which the digest takes."""
-    passed_on = yaml.safe_load((ROLES / "gpu_node" / "vars" / "main.yml").read_text(encoding="utf-8"))["gpu_node__passed_on"]
-    missing, unknown = [], set(passed_on)
+    gpu_node from its own settings, or one of gpu_node__other_inputs, which the digest takes."""
+    other_inputs = yaml.safe_load((ROLES / "gpu_node" / "vars" / "main.yml").read_text(encoding="utf-8"))["gpu_node__other_inputs"]
+    missing, unknown = [], set(other_inputs)
     for role in sorted({used for _path, caller, used, _entry, _options in _role_uses() if caller == "gpu_node"}):
         specs = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text(encoding="utf-8"))["argument_specs"]
         options = {name for spec in specs.values() for name in spec.get("options", {})}
@@ -93,6 +93,6 @@ def test_the_run_inputs_name_every_option_gpu_node_passes_on_as_it_is():
                            and task[next(a for a in ROLE_ACTIONS if a in task)]["name"].removeprefix(FQCN) == role
                            for name in task.get("vars") or {}}
         unknown -= options
-        missing += sorted(name for name in options - set_by_gpu_node - set(passed_on) if not name.endswith(NOT_INPUTS))
-    assert not missing, "options the inputs digest does not take; add them to gpu_node__passed_on: %s" % missing
-    assert not unknown, "gpu_node__passed_on names what no role takes: %s" % sorted(unknown)
+        missing += sorted(name for name in options - set_by_gpu_node - set(other_inputs) if not name.endswith(NOT_INPUTS))
+    assert not missing, "options the inputs digest does not take; add them to gpu_node__other_inputs: %s" % missing
+    assert not unknown, "gpu_node__other_inputs names what no role takes: %s" % sorted(unknown)

@@ -43,7 +43,7 @@ def look(monkeypatch, node_root, task_vars=None, check=False, **args):
     """One gpu_node_look task on the node at ``node_root``: (result, modules run)."""
     args = dict({"host_root": str(node_root), "read_ahead": READ_AHEAD, "settings": SETTINGS,
                  "options_file": str(ROLE / "meta" / "argument_specs.yml"), "known": ["gpu_node_driver"],
-                 "skip_unchanged": True, "passed_on": ["containerd_socket"]}, **args)
+                 "skip_unchanged": True, "other_inputs": ["containerd_socket"]}, **args)
     validated = ArgumentSpecValidator(argument_specs.gpu_node_look()).validate(args)
     assert not validated.error_messages, validated.error_messages
     task_vars = dict({"inventory_hostname": "node1", "playbook_dir": "/srv/play", "gpu_node_state": "present",

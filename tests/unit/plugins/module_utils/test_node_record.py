@@ -8,7 +8,6 @@ import json
 import pytest
 from module_runner import run_module
 
-from ansible_collections.gpu_node.container_toolkit.plugins.filter.node_layout import read_ahead_paths
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import node_look, node_record, persistence
 from ansible_collections.gpu_node.container_toolkit.plugins.module_utils.role_choices import gpu_node_choices
 from ansible_collections.gpu_node.container_toolkit.plugins.modules import node_info
@@ -20,7 +19,10 @@ INPUTS = "a" * 64
 
 
 def wanted():
-    return dict(read_ahead_paths([INSTALL_DIR], containerd_configs=["/etc/containerd/config.toml"]), exist=[])
+    """What the gpu_node role reads ahead on a COS node (its read_ahead_paths filter)."""
+    return {"files": [INSTALL_DIR + "/.toolkit-manifest.json", INSTALL_DIR + "/.config/nvidia-container-runtime/config.toml",
+                      "/etc/containerd/config.toml"],
+            "trees": [KEPT, "/etc/cdi", "/var/run/cdi"], "installs": [INSTALL_DIR], "exist": []}
 
 
 def look_at(node):
