@@ -46,7 +46,12 @@ def provision(node, artifacts):
     if proc.returncode != 0:
         sys.stdout.write(proc.stdout[-6000:] + proc.stderr[-3000:])
         raise SystemExit("site.yml failed")
-    return recap(proc.stdout)["localhost"]
+    return dict(recap(proc.stdout)["localhost"], steps_skipped=STEPS_SKIPPED in proc.stdout)
+
+
+# The include of the steps, skipped: the node was as the last run with the same inputs left it.
+STEPS_SKIPPED = "TASK [gpu_node.container_toolkit.gpu_node : Provision the node, or remove what provisioning added " \
+                "(skipped when the node is as the last run left it)] ***\nskipping: [localhost]"
 
 
 def main():
@@ -68,13 +73,19 @@ def main():
     print("files changed on the node:")
     for path in changed:
         print("  M /%s" % path.relative_to(node.root))
+    records = [p for p in added if p.name == "provisioned.json" and p.parent.name == ".gpu-node"]
     shown = [p for p in added if ".gpu-node" not in str(p)]
     for path in shown:
         print("  A /%s" % path.relative_to(node.root))
-    print("  A (+%d copies kept for reboots under .../toolkit/.gpu-node)" % (len(added) - len(shown)))
+    print("  A (+%d copies kept for reboots under .../toolkit/.gpu-node)" % (len(added) - len(shown) - len(records)))
+    for path in records:
+        print("  A /%s (the run's record: a run with the same inputs that finds the node so skips the steps)"
+              % path.relative_to(node.root))
 
     second = provision(node, artifacts)
-    print("\nsecond run of playbooks/site.yml: ok=%d changed=%d failed=%d" % (second["ok"], second["changed"], second["failed"]))
+    print("\nsecond run of playbooks/site.yml: ok=%d changed=%d failed=%d%s" % (
+        second["ok"], second["changed"], second["failed"],
+        " (the node is as the first run left it: the steps were skipped)" if second["steps_skipped"] else ""))
 
     config = node.node_path("/etc/containerd/config.toml")
     with tempfile.TemporaryDirectory(prefix="demo-containerd-") as tmp:
