@@ -8,8 +8,6 @@ The decisions are in module_utils; this gathers what they need from the task's v
 
 from __future__ import annotations
 
-import functools
-import os
 import re
 
 import yaml
@@ -17,29 +15,22 @@ from ansible import constants as C
 from ansible.errors import AnsibleError, AnsibleFileNotFound
 
 from ansible_collections.gpu_node.container_toolkit.plugins.filter.unknown_variables import unknown_variables
-from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import argument_specs, node_record, role_choices
+from ansible_collections.gpu_node.container_toolkit.plugins.module_utils import argument_specs, node_record, role_choices, toolkit_source
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils import run_inputs
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_base import NodeActionBase
 
 LOOK = "gpu_node.container_toolkit.node_info"
-URL_SCHEMES = ("http://", "https://", "ftp://")
 NOT_SET = "(not set)"
 STEP_TAGS = ("toolkit", "cdi", "containerd", "docker", "crio")
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-@functools.lru_cache(maxsize=8)
-def _options(path, _version):
-    with open(path, encoding="utf-8") as handle:
-        specs = yaml.load(handle, Loader=Loader)  # noqa: S506 (a safe loader)
-    return list(specs["argument_specs"]["main"]["options"])
-
-
 def role_options(path):
-    """The option names of the role's ``main`` entry point, read once per process and file version."""
+    """The option names of the role's ``main`` entry point (each task runs in a worker of its own:
+    read where it is asked for)."""
     try:
-        found = os.stat(path)
-        return _options(path, (found.st_mtime_ns, found.st_size))
+        with open(path, encoding="utf-8") as handle:
+            return list(yaml.load(handle, Loader=Loader)["argument_specs"]["main"]["options"])  # noqa: S506 (a safe loader)
     except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
         raise AnsibleError("cannot read the role's options from %s: %s" % (path, exc)) from None
 
@@ -63,11 +54,11 @@ class ActionModule(NodeActionBase):
         if look.get("driver_version") is None and args["needs_driver"]:
             return dict(look, failed=True)
         look.pop("failed", None)
-        facts = task_vars.get("ansible_facts") or {}
-        settings = dict(args["settings"], inputs_digest=self._inputs_digest(args, options, task_vars),
+        distribution = (task_vars.get("ansible_facts") or {}).get("distribution", "") or ""
+        settings = dict(args["settings"], inputs_digest=self._inputs_digest(args, options, distribution, task_vars),
                         full_run=self._full_run(task_vars))
         choices = role_choices.gpu_node_choices(look, settings, host=task_vars.get("inventory_hostname", "the node"),
-                                                distribution=facts.get("distribution", "") or "")
+                                                distribution=distribution)
         result = dict(look, changed=False, choices=choices)
         if choices["problems"]:
             result.update(failed=True, msg=" ".join(choices["problems"]) + " Nothing was changed.")
@@ -79,7 +70,7 @@ class ActionModule(NodeActionBase):
         return (not self.check_mode and not task_vars.get("ansible_skip_tags")
                 and ("all" in run_tags or all(tag in run_tags for tag in STEP_TAGS)))
 
-    def _inputs_digest(self, args, options, task_vars):
+    def _inputs_digest(self, args, options, distribution, task_vars):
         """The digest of what the run decides from besides the node, or "" where it cannot be told."""
         if not args["skip_unchanged"] or (args["remote_src"] and args["sources"]):
             return ""
@@ -88,14 +79,12 @@ class ActionModule(NodeActionBase):
                         for name in options + args["other_inputs"]}
             sources = []
             for source in args["sources"]:
-                if source.startswith(URL_SCHEMES):
+                if source.startswith(toolkit_source.URL_SCHEMES):
                     sources.append(["url", source])
                 else:
-                    found = self._loader.path_dwim_relative_stack(self._task.get_search_path(), "files", source)
-                    sources.append(["path", source, run_inputs.tree_digest(found)])
+                    sources.append(["path", source, run_inputs.tree_digest(self.controller_file(source))])
         except (AnsibleError, AnsibleFileNotFound, OSError):
             return ""
-        facts = task_vars.get("ansible_facts") or {}
         return node_record.digest({"settings": settings, "host": task_vars.get("inventory_hostname"),
-                                   "distribution": facts.get("distribution", ""), "sources": sources,
+                                   "distribution": distribution, "sources": sources,
                                    "collection": run_inputs.collection_digest_cached(C.DEFAULT_LOCAL_TMP)})

@@ -33,7 +33,6 @@ from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.action_
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import NodeFiles, ReadAhead
 
 MODULE = "gpu_node.container_toolkit.toolkit_install"
-URL_SCHEMES = ("http://", "https://", "ftp://")
 
 
 def _as_list(value):
@@ -58,10 +57,8 @@ class ActionModule(NodeActionBase):
         return target
 
     def _controller_file(self, src):
-        """``src`` on the controller: as given when absolute, else searched as the copy module
-        searches (the role's and playbook's ``files/`` folders, then beside them)."""
         try:
-            return self._loader.path_dwim_relative_stack(self._task.get_search_path(), "files", os.path.expanduser(src))
+            return self.controller_file(src)
         except AnsibleFileNotFound as exc:
             raise AnsibleActionFail("src %s not found on the controller: %s" % (src, to_native(exc))) from None
 
@@ -73,7 +70,7 @@ class ActionModule(NodeActionBase):
         validate_certs = args["validate_certs"]
         trees = []
         for index, (src, expected) in enumerate(pairs):
-            if src.startswith(URL_SCHEMES):
+            if src.startswith(toolkit_source.URL_SCHEMES):
                 if expected is None:
                     raise AnsibleActionFail("src %s is a URL: set checksum (sha256:<hex>) for it" % src)
                 path = self._download(src, workdir, index, validate_certs)

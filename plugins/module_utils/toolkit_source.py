@@ -42,6 +42,10 @@ CPIO_MAGICS = (b"070701", b"070702")
 CPIO_TRAILER = "TRAILER!!!"
 
 
+# A source named by one of these is downloaded on the controller (with its checksum); any other is a path.
+URL_SCHEMES = ("http://", "https://", "ftp://")
+
+
 class SourceError(Exception):
     """A source cannot be used; the message names it and says why. Nothing was written."""
 

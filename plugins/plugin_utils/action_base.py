@@ -12,6 +12,8 @@ against), so every action plugin rejects a wrong argument the way a module would
 
 from __future__ import annotations
 
+import os
+
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpu_node.container_toolkit.plugins.plugin_utils.node_files import NodeFileError
@@ -55,6 +57,12 @@ class NodeActionBase(ActionBase):
         Raises AnsibleActionFail naming every wrong argument."""
         _validation, args = self.validate_argument_spec(argument_spec=self.argument_spec())
         return args
+
+    def controller_file(self, src):
+        """``src`` on the controller: as given when absolute, else searched as the copy module
+        searches (the role's and playbook's ``files/`` folders, then beside them). Raises
+        AnsibleFileNotFound."""
+        return self._loader.path_dwim_relative_stack(self._task.get_search_path(), "files", os.path.expanduser(src))
 
     def run_module(self, name, args, task_vars):
         """Run the module ``name`` on the node with ``args``; its result dict."""
